@@ -1,0 +1,2 @@
+// Jest setup provided by Grafana scaffolding
+import './.config/jest-setup';

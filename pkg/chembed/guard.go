@@ -1,0 +1,292 @@
+package chembed
+
+import (
+	"strings"
+)
+
+// hostAccessNames are table functions, scalar functions, table engines and
+// database engines that read or write host files, run programs or open
+// network connections. The embedded engine runs without access control, so
+// none of them may be reached by a client: the guard refuses any of these
+// names used as a call (name(...)) or after ENGINE.
+var hostAccessNames = setOf(
+	// files and programs
+	"file", "filecluster", "filesystem", "filelog", "executable", "executablepool", "embeddedrocksdb",
+	"sqlite", "iceberglocal", "deltalakelocal", "paimonlocal", "backup",
+	// network and remote storage
+	"url", "urlcluster", "remote", "remotesecure", "cluster", "clusterallreplicas",
+	"s3", "s3cluster", "s3queue", "gcs", "oss", "cosn", "hdfs", "hdfscluster",
+	"azureblobstorage", "azureblobstoragecluster", "azurequeue",
+	"mysql", "materializedmysql", "postgresql", "materializedpostgresql", "mongodb", "redis",
+	"odbc", "jdbc", "hive", "kafka", "rabbitmq", "nats", "ytsaurus", "arrowflight", "datalakecatalog",
+	"iceberg", "icebergs3", "icebergazure", "iceberghdfs", "icebergcluster", "icebergs3cluster",
+	"icebergazurecluster", "iceberghdfscluster", "deltalake", "deltalakes3", "deltalakeazure",
+	"deltalakecluster", "deltalakes3cluster", "deltalakeazurecluster", "hudi", "hudicluster",
+	"paimon", "paimons3", "paimonazure", "paimonhdfs", "paimoncluster",
+)
+
+// deniedSettings name files (format schemas and templates) or would let a
+// client lift the server's limits from inside SQL. Limits are set by the
+// server per request; clients pass their own through URL settings.
+var deniedSettings = setOf(
+	"format_template_resultset", "format_template_row", "format_schema", "format_schema_source",
+	"output_format_schema", "max_execution_time", "readonly",
+)
+
+// readOnlyVerbs are the statements allowed when a request is read-only
+// (GET requests and readonly=1/2), as on a real server.
+var readOnlyVerbs = setOf("select", "with", "show", "describe", "desc", "exists", "explain")
+
+func setOf(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// Statement is what the guard learned about an accepted client statement.
+type Statement struct {
+	// Verb is the lower-cased first keyword: select, with, insert, create, set, use, ...
+	Verb string
+	// ChangesSession is set for SET and USE: their effect must not outlive the request.
+	ChangesSession bool
+	// Insert is set for an INSERT whose data follows the statement (FORMAT x or VALUES).
+	Insert *InsertStatement
+	// OutputFormat is the FORMAT clause of a query that has one, else "".
+	OutputFormat string
+}
+
+// Streamable reports whether the statement's result can be streamed chunk by chunk.
+func (s *Statement) Streamable() bool { return s.Verb == "select" || s.Verb == "with" }
+
+// InsertStatement splits an INSERT with inline data into the parts that the
+// server reassembles as INSERT ... FROM INFILE ... FORMAT x.
+type InsertStatement struct {
+	// Head is the statement up to the SETTINGS, FORMAT or VALUES keyword: "INSERT INTO t (a, b)".
+	Head string
+	// Settings is the SETTINGS clause, or "".
+	Settings string
+	// Format is the input format name; VALUES is reported as "Values".
+	Format string
+	// DataOffset is where the data starts in the inspected text.
+	DataOffset int
+}
+
+// guardOptions are per-request restrictions.
+type guardOptions struct {
+	// readOnly allows only readOnlyVerbs.
+	readOnly bool
+}
+
+// inspect checks one client statement against the safety rules and
+// describes it. Errors are *Exception values that the server sends back
+// as-is: SYNTAX_ERROR for multi-statements and what the engine could not
+// tokenize, ACCESS_DENIED for host access, READONLY for writes in read-only
+// requests.
+func inspect(sql string, opts guardOptions) (*Statement, error) {
+	g := guard{lex: lexer{src: sql}}
+	return g.run(opts)
+}
+
+type guard struct {
+	lex  lexer
+	toks []token // significant tokens seen so far
+	stmt Statement
+	// ended is set once a ';' closed the statement.
+	ended bool
+	// depth is the current parenthesis depth.
+	depth int
+	// insert tracking: where SETTINGS and FORMAT start, and whether the
+	// INSERT turned out to be INSERT ... SELECT.
+	settingsAt, formatAt int
+	insertDone           bool
+}
+
+func (g *guard) run(opts guardOptions) (*Statement, error) {
+	for {
+		t, ok, err := g.lex.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if g.ended {
+			if t.isPunct(";") {
+				continue
+			}
+			return nil, newException(CodeSyntaxError,
+				"Multi-statements are not allowed: %s follows the end of the first statement", t.describe())
+		}
+		if t.isPunct(";") {
+			g.ended = true
+			continue
+		}
+		g.toks = append(g.toks, t)
+		if err := g.check(t); err != nil {
+			return nil, err
+		}
+		if ins := g.stmt.Insert; ins != nil && ins.Format != "Values" {
+			break // the rest is data in the named format, not SQL
+		}
+	}
+	if g.stmt.Verb == "" {
+		return nil, newException(CodeSyntaxError, "Empty query")
+	}
+	if g.formatAt > 0 && g.stmt.Insert == nil && !g.insertDone {
+		return nil, newException(CodeSyntaxError, "Syntax error: INSERT ... FORMAT without a format name")
+	}
+	if opts.readOnly && !readOnlyVerbs[g.stmt.Verb] {
+		return nil, newException(CodeReadonly, "Cannot execute %s in readonly mode: the request is read-only (GET or readonly setting)",
+			strings.ToUpper(g.stmt.Verb))
+	}
+	return &g.stmt, nil
+}
+
+// check applies the rules that concern the newest token.
+func (g *guard) check(t token) error {
+	n := len(g.toks)
+	switch {
+	case t.isPunct("("):
+		g.depth++
+	case t.isPunct(")"):
+		g.depth--
+	}
+	if g.stmt.Verb == "" {
+		if t.isPunct("(") {
+			return nil
+		}
+		return g.setVerb(t)
+	}
+	if t.kind == tokWord {
+		name := strings.ToLower(t.text)
+		switch {
+		case name == "infile" || name == "outfile":
+			return accessDenied("%s is not allowed: the embedded server does not read or write host files", strings.ToUpper(name))
+		case deniedSettings[name]:
+			return accessDenied("setting %s cannot be changed from SQL on the embedded server", name)
+		}
+	}
+	if t.isPunct("(") && n >= 2 {
+		if prev := g.toks[n-2]; hostAccessNames[prev.name()] {
+			return accessDenied("%s(...) is not allowed: the embedded server does not access host files, programs or the network", prev.text)
+		}
+	}
+	if engine := g.engineName(); hostAccessNames[engine] {
+		return accessDenied("ENGINE %s is not allowed: the embedded server does not access host files, programs or the network", engine)
+	}
+	if g.stmt.Verb == "insert" {
+		if !g.insertDone && g.stmt.Insert == nil {
+			g.trackInsert(t)
+		}
+	} else if g.depth == 0 && t.kind == tokWord && n >= 2 && g.toks[n-2].is("format") {
+		g.stmt.OutputFormat = t.text
+	}
+	return nil
+}
+
+func accessDenied(format string, args ...any) *Exception {
+	return newException(CodeAccessDenied, format, args...)
+}
+
+// setVerb records the first keyword and refuses statements that reach
+// outside the data directory or need a session.
+func (g *guard) setVerb(t token) error {
+	if t.kind != tokWord {
+		return newException(CodeSyntaxError, "Syntax error: statement starts with %s", t.describe())
+	}
+	verb := strings.ToLower(t.text)
+	g.stmt.Verb = verb
+	rest := strings.Fields(strings.ToLower(g.lex.src[t.end:min(len(g.lex.src), t.end+64)]))
+	switch verb {
+	case "set", "use":
+		g.stmt.ChangesSession = true
+	case "system":
+		if len(rest) < 2 || rest[0] != "flush" || !strings.HasPrefix(rest[1], "logs") {
+			return accessDenied("SYSTEM statements are not allowed on the embedded server (except SYSTEM FLUSH LOGS)")
+		}
+	case "backup", "restore", "attach":
+		return accessDenied("%s is not allowed on the embedded server", strings.ToUpper(verb))
+	case "create":
+		if len(rest) > 2 && rest[0] == "or" && rest[1] == "replace" {
+			rest = rest[2:]
+		}
+		if len(rest) > 0 && (rest[0] == "dictionary" || rest[0] == "temporary") {
+			return accessDenied("CREATE %s is not supported by the embedded server "+
+				"(dictionaries read external sources; temporary tables need a session)", strings.ToUpper(rest[0]))
+		}
+	}
+	return nil
+}
+
+// engineName returns the engine named by the newest tokens ("ENGINE = X"
+// or "ENGINE X"), lower-cased, or "".
+func (g *guard) engineName() string {
+	n := len(g.toks)
+	last := g.toks[n-1]
+	if last.kind != tokWord && last.kind != tokQuotedIdent {
+		return ""
+	}
+	switch {
+	case n >= 2 && g.toks[n-2].is("engine"):
+		return last.name()
+	case n >= 3 && g.toks[n-2].isPunct("=") && g.toks[n-3].is("engine"):
+		return last.name()
+	}
+	return ""
+}
+
+// trackInsert follows INSERT INTO target [(columns)] [SETTINGS ...]
+// {FORMAT x | VALUES ... | SELECT ...} at parenthesis depth 0.
+func (g *guard) trackInsert(t token) {
+	if g.formatAt > 0 {
+		g.finishInsert(g.formatAt, t.text, g.dataAfter(t.end))
+		return
+	}
+	if g.depth > 0 {
+		return
+	}
+	switch {
+	case t.is("settings"):
+		g.settingsAt = t.start
+	case t.is("format"):
+		g.formatAt = t.start
+	case t.is("values"):
+		g.finishInsert(t.start, "Values", t.end)
+	case t.is("select"), t.is("with"):
+		g.insertDone = true
+	}
+}
+
+func (g *guard) finishInsert(clauseAt int, format string, dataAt int) {
+	headEnd := clauseAt
+	settings := ""
+	if g.settingsAt > 0 {
+		headEnd = g.settingsAt
+		settings = strings.TrimSpace(g.lex.src[g.settingsAt:clauseAt])
+	}
+	g.stmt.Insert = &InsertStatement{
+		Head:       strings.TrimSpace(g.lex.src[:headEnd]),
+		Settings:   settings,
+		Format:     format,
+		DataOffset: dataAt,
+	}
+}
+
+// dataAfter returns where inline data starts after a format name: past
+// spaces and tabs and at most one line break, as the engine's own parser
+// skips them. Binary data right after the line break is left intact.
+func (g *guard) dataAfter(end int) int {
+	s := g.lex.src
+	for end < len(s) && (s[end] == ' ' || s[end] == '\t' || s[end] == '\f') {
+		end++
+	}
+	if end < len(s) && s[end] == '\r' {
+		end++
+	}
+	if end < len(s) && s[end] == '\n' {
+		end++
+	}
+	return end
+}

@@ -1,0 +1,165 @@
+package chembed
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// protocolParams are URL parameters of ClickHouse's HTTP interface that are
+// not settings. Every other parameter except param_* is a setting.
+var protocolParams = setOf(
+	"query", "database", "default_format", "client_protocol_version", "query_id", "quota_key",
+	"user", "password", "compress", "decompress", "session_id", "session_timeout", "session_check",
+	"close_session", "buffer_size", "wait_end_of_query", "stacktrace", "role",
+)
+
+// settingNameRe is what a setting name may look like; anything else is
+// refused before it can reach a SET statement.
+var settingNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// request is one parsed HTTP request.
+type request struct {
+	// queryParam is the query URL parameter ("" when the SQL is in the body).
+	queryParam string
+	database   string
+	format     string
+	settings   map[string]string
+	params     []Param
+	// clientRevision is client_protocol_version (0 when absent).
+	clientRevision uint64
+	readOnly       bool
+	waitEndOfQuery bool
+	queryID        string
+}
+
+// parseRequest splits URL parameters into protocol parameters, query
+// parameters and settings, and applies the server's limits to the settings.
+func (s *Server) parseRequest(r *http.Request) (*request, error) {
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, newException(CodeBadArguments, "cannot parse URL parameters: %v", err)
+	}
+	req := &request{
+		queryParam: values.Get("query"),
+		database:   "default",
+		format:     "TabSeparated",
+		settings:   map[string]string{},
+		readOnly:   r.Method == http.MethodGet || r.Method == http.MethodHead,
+		queryID:    values.Get("query_id"),
+	}
+	if db := values.Get("database"); db != "" {
+		req.database = db
+	}
+	if db := r.Header.Get("X-ClickHouse-Database"); db != "" {
+		req.database = db
+	}
+	if f := values.Get("default_format"); f != "" {
+		req.format = f
+	}
+	if f := r.Header.Get("X-ClickHouse-Format"); f != "" {
+		req.format = f
+	}
+	if v := values.Get("client_protocol_version"); v != "" {
+		req.clientRevision, err = strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return nil, newException(CodeBadArguments, "client_protocol_version %q is not a number", v)
+		}
+	}
+	if values.Get("compress") == "1" || values.Get("decompress") == "1" {
+		return nil, newException(CodeNotImplemented, "ClickHouse native LZ4/ZSTD block compression (compress/decompress) "+
+			"is not supported by the embedded server; use HTTP compression (Content-Encoding) or none")
+	}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		return nil, newException(CodeNotImplemented, "external tables (multipart/form-data) are not supported by the embedded server")
+	}
+	req.waitEndOfQuery = values.Get("wait_end_of_query") == "1"
+	for name, vals := range values {
+		if len(vals) == 0 || protocolParams[name] {
+			continue
+		}
+		value := vals[len(vals)-1]
+		if pname, ok := strings.CutPrefix(name, "param_"); ok {
+			req.params = append(req.params, Param{Name: pname, Value: value})
+			continue
+		}
+		if err := s.checkSetting(name, value, req); err != nil {
+			return nil, err
+		}
+	}
+	s.capExecutionTime(req)
+	return req, nil
+}
+
+func (s *Server) checkSetting(name, value string, req *request) error {
+	if !settingNameRe.MatchString(name) {
+		return newException(115, "Unknown setting %q", name)
+	}
+	switch {
+	case name == "readonly":
+		if value != "0" && value != "" {
+			req.readOnly = true
+		}
+		return nil
+	case name == "max_execution_time":
+		req.settings[name] = value
+		return nil
+	case deniedSettings[name]:
+		return accessDenied("setting %s is not allowed on the embedded server", name)
+	}
+	req.settings[name] = value
+	return nil
+}
+
+// capExecutionTime enforces the server's cap: a client's own
+// max_execution_time (clickhouse-go derives one from the context deadline)
+// is kept when it is lower.
+func (s *Server) capExecutionTime(req *request) {
+	limit := s.cfg.MaxExecutionTime
+	if limit <= 0 {
+		return
+	}
+	capSeconds := strconv.FormatInt(int64((limit+time.Second-1)/time.Second), 10)
+	if v, ok := req.settings["max_execution_time"]; ok {
+		if secs, err := strconv.ParseFloat(v, 64); err == nil && secs > 0 && time.Duration(secs*float64(time.Second)) <= limit {
+			return
+		}
+	}
+	req.settings["max_execution_time"] = capSeconds
+}
+
+// credentials returns the user and password a request presents: HTTP basic
+// auth, the X-ClickHouse-User/Key headers, or the user/password URL
+// parameters, as a real server accepts them.
+func credentials(r *http.Request) (user, password string) {
+	if u, p, ok := r.BasicAuth(); ok {
+		return u, p
+	}
+	if u := r.Header.Get("X-ClickHouse-User"); u != "" {
+		return u, r.Header.Get("X-ClickHouse-Key")
+	}
+	q := r.URL.Query()
+	if u := q.Get("user"); u != "" {
+		return u, q.Get("password")
+	}
+	return DefaultUser, ""
+}
+
+// authenticate checks the presented credentials in constant time.
+func (s *Server) authenticate(r *http.Request) error {
+	user, password := credentials(r)
+	cfg := s.cfg
+	userOK := subtle.ConstantTimeCompare([]byte(user), []byte(cfg.User)) == 1
+	passOK := subtle.ConstantTimeCompare([]byte(password), []byte(cfg.Password.Value())) == 1
+	if userOK && passOK {
+		return nil
+	}
+	if password == "" && cfg.Password != "" {
+		return newException(CodeRequiredPassword, "%s: Authentication failed: password is required", user)
+	}
+	return newException(CodeAuthenticationFailed, "%s: Authentication failed: password is incorrect, or there is no user with such name", user)
+}
