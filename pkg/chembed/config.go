@@ -36,7 +36,8 @@ type Config struct {
 	// MaxExecutionTime caps every statement's run time (the client may ask
 	// for less with max_execution_time). Default 10m; 0 means no cap.
 	MaxExecutionTime time.Duration `yaml:"max_execution_time"`
-	// MaxQueryBytes caps the SQL text of a request (not INSERT data). Default 16 MiB.
+	// MaxQueryBytes caps the SQL text of a request (not INSERT data that
+	// follows FORMAT). Default 1 MiB (a real server's max_query_size is 256 KiB).
 	MaxQueryBytes int64 `yaml:"max_query_bytes"`
 	// MaxBodyBytes caps one request body, INSERT data included. Default 1 GiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
@@ -59,7 +60,7 @@ const (
 	DefaultConnections      = 2
 	DefaultQueueTimeout     = 10 * time.Second
 	DefaultMaxExecutionTime = 10 * time.Minute
-	DefaultMaxQueryBytes    = 16 << 20
+	DefaultMaxQueryBytes    = 1 << 20
 	DefaultMaxBodyBytes     = 1 << 30
 	DefaultMaxSpoolBytes    = 4 << 30
 	DefaultMaxResultBytes   = 256 << 20

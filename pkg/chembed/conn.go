@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -33,6 +34,9 @@ type Conn struct {
 	handle    unsafe.Pointer // chdb_connection*, as chdb_connect returned it
 	closeOnce sync.Once
 }
+
+// closedConns counts connections closed in this process (for tests).
+var closedConns atomic.Int64
 
 // errClosed is returned when a closed connection is used.
 var errClosed = errors.New("chembed: connection is closed")
@@ -66,6 +70,7 @@ func (c *Conn) Close() {
 	c.closeOnce.Do(func() {
 		c.lib.closeConn(c.handle)
 		c.handle = nil
+		closedConns.Add(1)
 	})
 }
 

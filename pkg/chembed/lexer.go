@@ -2,6 +2,7 @@ package chembed
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -48,6 +49,12 @@ func (t token) name() string {
 type lexer struct {
 	src  string
 	pos  int
+	// heredocScan counts bytes searched for heredoc terminators; a search
+	// is linear, so the total is bounded to keep hostile input from making
+	// lexing quadratic.
+	heredocScan int
+	// missingTags are heredoc tags known to have no terminator further on.
+	missingTags map[string]bool
 	prev tokenKind
 	// prevText is the text of the previous significant token.
 	prevText string
@@ -163,7 +170,7 @@ func (l *lexer) significant(start int) (token, error) {
 	c := s[start]
 	switch {
 	case isDigit(c):
-		return l.number(start), nil
+		return l.number(start)
 	case c == '\'':
 		return l.quoted(start, '\'', tokString)
 	case c == '"' || c == '`':
@@ -171,8 +178,8 @@ func (l *lexer) significant(start int) (token, error) {
 	case c == '.':
 		return l.dot(start), nil
 	case c == '$':
-		if t, ok := l.heredoc(start); ok {
-			return t, nil
+		if t, ok, err := l.heredoc(start); ok || err != nil {
+			return t, err
 		}
 		if start+1 >= len(s) || !isWordChar(s[start+1]) {
 			l.pos++
@@ -203,7 +210,7 @@ func (l *lexer) word(start int) token {
 
 // number skips a numeric literal; digits followed by word characters form
 // an identifier such as 1st_column, exactly as the engine reads them.
-func (l *lexer) number(start int) token {
+func (l *lexer) number(start int) (token, error) {
 	s := l.src
 	l.pos = start
 	digits := func(hex bool) {
@@ -240,9 +247,14 @@ func (l *lexer) number(start int) token {
 		for l.pos < len(s) && isWordChar(s[l.pos]) {
 			l.pos++
 		}
-		return token{kind: tokWord, text: s[start:l.pos], start: start, end: l.pos}
+		for i := start; i < l.pos; i++ {
+			if !isWordChar(s[i]) && s[i] != '$' {
+				return token{}, syntaxError(start, "wrong number "+strconv.Quote(s[start:l.pos]))
+			}
+		}
+		return token{kind: tokWord, text: s[start:l.pos], start: start, end: l.pos}, nil
 	}
-	return token{kind: tokNumber, text: s[start:l.pos], start: start, end: l.pos}
+	return token{kind: tokNumber, text: s[start:l.pos], start: start, end: l.pos}, nil
 }
 
 // quoted reads a quoted string or identifier: backslash escapes and a
@@ -274,20 +286,35 @@ func (l *lexer) quoted(start int, quote byte, kind tokenKind) (token, error) {
 }
 
 // heredoc reads $tag$ ... $tag$ (the tag may be empty).
-func (l *lexer) heredoc(start int) (token, bool) {
+func (l *lexer) heredoc(start int) (token, bool, error) {
 	rest := l.src[start:]
 	tagEnd := strings.IndexByte(rest[1:], '$')
 	if tagEnd < 0 {
-		return token{}, false
+		return token{}, false, nil
 	}
 	tag := rest[:tagEnd+2]
+	if l.missingTags[tag] {
+		return token{}, false, nil
+	}
+	l.heredocScan += len(rest)
+	if l.heredocScan > maxHeredocScan+8*len(l.src) {
+		return token{}, false, syntaxError(start, "too many unterminated $...$ sequences")
+	}
 	closeAt := strings.Index(rest[len(tag):], tag)
 	if closeAt < 0 {
-		return token{}, false
+		// A later occurrence of the same tag cannot find a terminator either.
+		if l.missingTags == nil {
+			l.missingTags = map[string]bool{}
+		}
+		l.missingTags[tag] = true
+		return token{}, false, nil
 	}
 	l.pos = start + len(tag) + closeAt + len(tag)
-	return token{kind: tokString, text: l.src[start:l.pos], start: start, end: l.pos}, true
+	return token{kind: tokString, text: l.src[start:l.pos], start: start, end: l.pos}, true, nil
 }
+
+// maxHeredocScan is the heredoc search budget on top of 8 passes over the text.
+const maxHeredocScan = 1 << 20
 
 func (l *lexer) hexOrBinString(start int) (token, error) {
 	s := l.src
