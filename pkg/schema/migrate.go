@@ -1,0 +1,223 @@
+package schema
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Report says what Migrate changed.
+type Report struct {
+	// Applied lists the migrations run now, as "0001_initial".
+	Applied []string
+	// Version is the schema version after Migrate.
+	Version int
+	// RetentionChanged lists the tables whose TTL was changed to the config.
+	RetentionChanged []string
+}
+
+// Migrator applies the versioned schema to a database.
+type Migrator struct {
+	cfg  Config
+	conn driver.Conn
+	// Now is the clock used for AppliedAt (tests may set it).
+	Now func() time.Time
+}
+
+// NewMigrator returns a migrator for cfg over conn.
+func NewMigrator(cfg Config, conn driver.Conn) (*Migrator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("schema config: %w", err)
+	}
+	return &Migrator{cfg: cfg, conn: conn, Now: time.Now}, nil
+}
+
+// migrationsDDL is the bootstrap table that records applied migrations.
+func (c *Config) migrationsDDL() []string {
+	return []string{
+		"CREATE DATABASE IF NOT EXISTS " + QuoteIdentifier(c.Database) + c.onCluster(),
+		"CREATE TABLE IF NOT EXISTS " + c.qualifiedLocal(MigrationsTable) + c.onCluster() + "\n(\n" +
+			"    `Version` UInt32,\n    `Name` String,\n    `AppliedAt` DateTime64(3)\n)\n" +
+			"ENGINE = " + c.engine("ReplacingMergeTree", "AppliedAt") + "\nORDER BY Version",
+	}
+}
+
+func (c *Config) qualifiedLocal(table string) string {
+	return QuoteIdentifier(c.Database) + "." + QuoteIdentifier(c.localName(table))
+}
+
+// Migrate applies every migration not yet recorded, in order, then brings
+// the tables' TTLs in line with the configured retention. Every statement
+// is idempotent, so a migration interrupted half-way is simply run again.
+func (m *Migrator) Migrate(ctx context.Context) (Report, error) {
+	var report Report
+	for _, stmt := range m.cfg.migrationsDDL() {
+		if err := m.conn.Exec(ctx, stmt); err != nil {
+			return report, fmt.Errorf("create migrations table: %w", err)
+		}
+	}
+	applied, err := m.appliedVersions(ctx)
+	if err != nil {
+		return report, err
+	}
+	migrations, err := m.cfg.Migrations()
+	if err != nil {
+		return report, err
+	}
+	for _, mig := range migrations {
+		report.Version = mig.Version
+		if applied[mig.Version] {
+			continue
+		}
+		for i, stmt := range mig.Statements {
+			if err := m.conn.Exec(ctx, stmt); err != nil {
+				return report, fmt.Errorf("migration %04d_%s, statement %d: %w", mig.Version, mig.Name, i+1, err)
+			}
+		}
+		err := m.conn.Exec(ctx, "INSERT INTO "+m.cfg.qualifiedLocal(MigrationsTable)+" (Version, Name, AppliedAt) VALUES (?, ?, ?)",
+			uint32(mig.Version), mig.Name, m.Now())
+		if err != nil {
+			return report, fmt.Errorf("record migration %04d_%s: %w", mig.Version, mig.Name, err)
+		}
+		report.Applied = append(report.Applied, fmt.Sprintf("%04d_%s", mig.Version, mig.Name))
+	}
+	report.RetentionChanged, err = m.reconcileRetention(ctx)
+	return report, err
+}
+
+func (m *Migrator) appliedVersions(ctx context.Context) (map[int]bool, error) {
+	rows, err := queryStrings(ctx, m.conn, "SELECT toString(Version) FROM "+m.cfg.qualifiedLocal(MigrationsTable))
+	if err != nil {
+		return nil, fmt.Errorf("read applied migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	for _, r := range rows {
+		var v int
+		if _, err := fmt.Sscan(r[0], &v); err == nil {
+			applied[v] = true
+		}
+	}
+	return applied, nil
+}
+
+// Version returns the highest applied migration, 0 when none is.
+func (m *Migrator) Version(ctx context.Context) (int, error) {
+	applied, err := m.appliedVersions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	highest := 0
+	for v := range applied {
+		highest = max(highest, v)
+	}
+	return highest, nil
+}
+
+// LatestVersion is the version the code's migrations reach.
+func LatestVersion() int {
+	entries, err := migrationFiles.ReadDir("migrations")
+	if err != nil {
+		return 0
+	}
+	latest := 0
+	for _, e := range entries {
+		if m := migrationNameRe.FindStringSubmatch(e.Name()); m != nil {
+			var v int
+			_, _ = fmt.Sscan(m[1], &v)
+			latest = max(latest, v)
+		}
+	}
+	return latest
+}
+
+// ttlTarget is a table whose TTL follows a retention class.
+type ttlTarget struct {
+	table, class, column string
+}
+
+var ttlTargets = []ttlTarget{
+	{Samples, "samples", "Timestamp"},
+	{SamplesMinute, "minute", "Timestamp"},
+	{SamplesHour, "hour", "Timestamp"},
+	{Stacks, "metadata", "LastSeen"},
+	{Frames, "metadata", "LastSeen"},
+	{Series, "metadata", "LastSeen"},
+	{Catalog, "metadata", "Hour"},
+	{SampleLabels, "metadata", "Hour"},
+}
+
+var ttlRe = regexp.MustCompile(`\bTTL (.+?)(?: SETTINGS |$)`)
+
+// reconcileRetention changes the TTL of tables whose retention differs
+// from the config (retention changed after the tables were created).
+func (m *Migrator) reconcileRetention(ctx context.Context) ([]string, error) {
+	rows, err := queryStrings(ctx, m.conn, "SELECT name, engine_full FROM system.tables WHERE database = ?", m.cfg.Database)
+	if err != nil {
+		return nil, fmt.Errorf("read table definitions: %w", err)
+	}
+	engines := map[string]string{}
+	for _, r := range rows {
+		engines[r[0]] = r[1]
+	}
+	var changed []string
+	for _, t := range ttlTargets {
+		name := m.cfg.localName(t.table)
+		engineFull, ok := engines[name]
+		if !ok {
+			return changed, fmt.Errorf("table %s.%s is missing after migration", m.cfg.Database, name)
+		}
+		want, err := m.cfg.retention(t.class)
+		if err != nil {
+			return changed, err
+		}
+		current := ""
+		if match := ttlRe.FindStringSubmatch(engineFull); match != nil {
+			current = "TTL " + strings.TrimSpace(match[1])
+		}
+		target := ""
+		if want > 0 {
+			target = TTLExpression(t.column, want, t.column == "LastSeen")
+		}
+		if current == target {
+			continue
+		}
+		alter := "ALTER TABLE " + m.cfg.qualifiedLocal(t.table) + m.cfg.onCluster()
+		if target == "" {
+			alter += " REMOVE TTL"
+		} else {
+			alter += " MODIFY " + target
+		}
+		if err := m.conn.Exec(ctx, alter); err != nil {
+			return changed, fmt.Errorf("change retention of %s: %w", name, err)
+		}
+		changed = append(changed, name)
+	}
+	return changed, nil
+}
+
+// queryStrings runs a query whose columns are all String and returns its rows.
+func queryStrings(ctx context.Context, conn driver.Conn, query string, args ...any) ([][]string, error) {
+	rows, err := conn.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	n := len(rows.Columns())
+	var out [][]string
+	for rows.Next() {
+		row := make([]string, n)
+		ptrs := make([]any, n)
+		for i := range row {
+			ptrs[i] = &row[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+	return out, rows.Err()
+}

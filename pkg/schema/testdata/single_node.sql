@@ -1,0 +1,238 @@
+CREATE DATABASE IF NOT EXISTS `otel`;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_schema_migrations`
+(
+    `Version` UInt32,
+    `Name` String,
+    `AppliedAt` DateTime64(3)
+)
+ENGINE = ReplacingMergeTree(AppliedAt)
+ORDER BY Version;
+
+CREATE DATABASE IF NOT EXISTS `otel`;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_samples`
+(
+    `Timestamp` DateTime CODEC(Delta(4), ZSTD(1)),
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `ProfileType` LowCardinality(String) CODEC(ZSTD(1)),
+    `StackId` UInt64 CODEC(ZSTD(1)),
+    `SeriesId` UInt64 CODEC(ZSTD(1)),
+    `Value` Int64 CODEC(ZSTD(1)),
+    `TraceId` String CODEC(ZSTD(1)),
+    `SpanId` String CODEC(ZSTD(1)),
+    `SampleAttributes` Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+    `ServiceNamespace` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceInstanceId` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sClusterName` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sNamespaceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sPodName` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sNodeName` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sContainerName` LowCardinality(String) CODEC(ZSTD(1)),
+    INDEX idx_trace_id TraceId TYPE bloom_filter(0.001) GRANULARITY 1,
+    INDEX idx_span_id SpanId TYPE bloom_filter(0.001) GRANULARITY 1,
+    INDEX idx_series_id SeriesId TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_sample_attr_keys mapKeys(SampleAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_sample_attr_values mapValues(SampleAttributes) TYPE bloom_filter(0.01) GRANULARITY 1
+)
+ENGINE = MergeTree
+PARTITION BY toDate(Timestamp)
+ORDER BY (TenantId, ServiceName, ProfileType, toStartOfMinute(Timestamp), StackId, Timestamp)
+TTL Timestamp + toIntervalSecond(604800)
+SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_samples_1m`
+(
+    `Timestamp` DateTime CODEC(Delta(4), ZSTD(1)),
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `ProfileType` LowCardinality(String) CODEC(ZSTD(1)),
+    `StackId` UInt64 CODEC(ZSTD(1)),
+    `SeriesId` UInt64 CODEC(ZSTD(1)),
+    `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(1)),
+    `ServiceNamespace` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceInstanceId` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sClusterName` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sNamespaceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sPodName` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sNodeName` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sContainerName` LowCardinality(String) CODEC(ZSTD(1)),
+    INDEX idx_series_id SeriesId TYPE bloom_filter(0.01) GRANULARITY 1
+)
+ENGINE = AggregatingMergeTree()
+PARTITION BY toDate(Timestamp)
+ORDER BY (TenantId, ServiceName, ProfileType, Timestamp, StackId, SeriesId)
+TTL Timestamp + toIntervalSecond(2592000)
+SETTINGS ttl_only_drop_parts = 1;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS `otel`.`otel_profile_samples_1m_mv` TO `otel`.`otel_profile_samples_1m`
+AS SELECT
+    toStartOfMinute(Timestamp) AS Timestamp,
+    TenantId,
+    ServiceName,
+    ProfileType,
+    StackId,
+    SeriesId,
+    sum(Value) AS Value,
+    any(ServiceNamespace) AS ServiceNamespace,
+    any(ServiceInstanceId) AS ServiceInstanceId,
+    any(K8sClusterName) AS K8sClusterName,
+    any(K8sNamespaceName) AS K8sNamespaceName,
+    any(K8sPodName) AS K8sPodName,
+    any(K8sNodeName) AS K8sNodeName,
+    any(K8sContainerName) AS K8sContainerName
+FROM `otel`.`otel_profile_samples`
+GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_samples_1h`
+(
+    `Timestamp` DateTime CODEC(Delta(4), ZSTD(1)),
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `ProfileType` LowCardinality(String) CODEC(ZSTD(1)),
+    `StackId` UInt64 CODEC(ZSTD(1)),
+    `SeriesId` UInt64 CODEC(ZSTD(1)),
+    `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(1)),
+    `ServiceNamespace` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceInstanceId` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sClusterName` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sNamespaceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sPodName` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sNodeName` LowCardinality(String) CODEC(ZSTD(1)),
+    `K8sContainerName` LowCardinality(String) CODEC(ZSTD(1)),
+    INDEX idx_series_id SeriesId TYPE bloom_filter(0.01) GRANULARITY 1
+)
+ENGINE = AggregatingMergeTree()
+PARTITION BY toMonday(Timestamp)
+ORDER BY (TenantId, ServiceName, ProfileType, Timestamp, StackId, SeriesId)
+TTL Timestamp + toIntervalSecond(31536000)
+SETTINGS ttl_only_drop_parts = 1;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS `otel`.`otel_profile_samples_1h_mv` TO `otel`.`otel_profile_samples_1h`
+AS SELECT
+    toStartOfHour(Timestamp) AS Timestamp,
+    TenantId,
+    ServiceName,
+    ProfileType,
+    StackId,
+    SeriesId,
+    sum(Value) AS Value,
+    any(ServiceNamespace) AS ServiceNamespace,
+    any(ServiceInstanceId) AS ServiceInstanceId,
+    any(K8sClusterName) AS K8sClusterName,
+    any(K8sNamespaceName) AS K8sNamespaceName,
+    any(K8sPodName) AS K8sPodName,
+    any(K8sNodeName) AS K8sNodeName,
+    any(K8sContainerName) AS K8sContainerName
+FROM `otel`.`otel_profile_samples`
+GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_stacks`
+(
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `StackId` UInt64 CODEC(ZSTD(1)),
+    `FrameIds` Array(UInt64) CODEC(ZSTD(1)),
+    `LastSeen` Date CODEC(ZSTD(1))
+)
+ENGINE = ReplacingMergeTree(LastSeen)
+PARTITION BY LastSeen
+ORDER BY (TenantId, ServiceName, StackId)
+TTL LastSeen + toIntervalDay(366)
+SETTINGS ttl_only_drop_parts = 1;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_frames`
+(
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `FrameId` UInt64 CODEC(ZSTD(1)),
+    `FunctionName` String CODEC(ZSTD(1)),
+    `SystemName` String CODEC(ZSTD(1)),
+    `FileName` String CODEC(ZSTD(1)),
+    `Line` UInt32 CODEC(ZSTD(1)),
+    `Column` UInt32 CODEC(ZSTD(1)),
+    `Inlined` Bool CODEC(ZSTD(1)),
+    `MappingFile` LowCardinality(String) CODEC(ZSTD(1)),
+    `BuildId` LowCardinality(String) CODEC(ZSTD(1)),
+    `Address` UInt64 CODEC(ZSTD(1)),
+    `FrameType` LowCardinality(String) CODEC(ZSTD(1)),
+    `LastSeen` Date CODEC(ZSTD(1))
+)
+ENGINE = ReplacingMergeTree(LastSeen)
+PARTITION BY LastSeen
+ORDER BY (TenantId, ServiceName, FrameId)
+TTL LastSeen + toIntervalDay(366)
+SETTINGS ttl_only_drop_parts = 1;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_series`
+(
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `SeriesId` UInt64 CODEC(ZSTD(1)),
+    `ResourceAttributes` Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+    `ServiceNamespace` LowCardinality(String) MATERIALIZED ResourceAttributes['service.namespace'] CODEC(ZSTD(1)),
+    `ServiceInstanceId` LowCardinality(String) MATERIALIZED ResourceAttributes['service.instance.id'] CODEC(ZSTD(1)),
+    `K8sClusterName` LowCardinality(String) MATERIALIZED ResourceAttributes['k8s.cluster.name'] CODEC(ZSTD(1)),
+    `K8sNamespaceName` LowCardinality(String) MATERIALIZED ResourceAttributes['k8s.namespace.name'] CODEC(ZSTD(1)),
+    `K8sPodName` LowCardinality(String) MATERIALIZED ResourceAttributes['k8s.pod.name'] CODEC(ZSTD(1)),
+    `K8sNodeName` LowCardinality(String) MATERIALIZED ResourceAttributes['k8s.node.name'] CODEC(ZSTD(1)),
+    `K8sContainerName` LowCardinality(String) MATERIALIZED ResourceAttributes['k8s.container.name'] CODEC(ZSTD(1)),
+    `LastSeen` Date CODEC(ZSTD(1)),
+    INDEX idx_res_attr_keys mapKeys(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1,
+    INDEX idx_res_attr_values mapValues(ResourceAttributes) TYPE bloom_filter(0.01) GRANULARITY 1
+)
+ENGINE = ReplacingMergeTree(LastSeen)
+PARTITION BY LastSeen
+ORDER BY (TenantId, ServiceName, SeriesId)
+TTL LastSeen + toIntervalDay(366)
+SETTINGS ttl_only_drop_parts = 1;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_catalog`
+(
+    `Hour` DateTime CODEC(Delta(4), ZSTD(1)),
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `ProfileType` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `SeriesId` UInt64 CODEC(ZSTD(1))
+)
+ENGINE = ReplacingMergeTree()
+PARTITION BY toDate(Hour)
+ORDER BY (TenantId, ProfileType, ServiceName, Hour, SeriesId)
+TTL Hour + toIntervalSecond(31622400)
+SETTINGS ttl_only_drop_parts = 1;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS `otel`.`otel_profile_catalog_mv` TO `otel`.`otel_profile_catalog`
+AS SELECT DISTINCT
+    toStartOfHour(Timestamp) AS Hour,
+    TenantId,
+    ProfileType,
+    ServiceName,
+    SeriesId
+FROM `otel`.`otel_profile_samples`;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_sample_labels`
+(
+    `Hour` DateTime CODEC(Delta(4), ZSTD(1)),
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `ProfileType` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `Key` LowCardinality(String) CODEC(ZSTD(1)),
+    `Value` String CODEC(ZSTD(1))
+)
+ENGINE = ReplacingMergeTree()
+PARTITION BY toDate(Hour)
+ORDER BY (TenantId, ProfileType, Key, Value, ServiceName, Hour)
+TTL Hour + toIntervalSecond(31622400)
+SETTINGS ttl_only_drop_parts = 1;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS `otel`.`otel_profile_sample_labels_mv` TO `otel`.`otel_profile_sample_labels`
+AS SELECT DISTINCT
+    toStartOfHour(Timestamp) AS Hour,
+    TenantId,
+    ProfileType,
+    ServiceName,
+    Key,
+    Value
+FROM `otel`.`otel_profile_samples`
+ARRAY JOIN mapKeys(SampleAttributes) AS Key, mapValues(SampleAttributes) AS Value;
