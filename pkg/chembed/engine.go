@@ -195,8 +195,8 @@ func (e *Engine) Exec(ctx context.Context, sql string) error {
 }
 
 // Close closes every connection exactly once, which shuts the engine down.
-// It waits for connections in use to be returned. The engine cannot be
-// reopened in the same process afterwards.
+// It waits for connections in use to be returned. A new engine may be
+// opened in the same process afterwards.
 func (e *Engine) Close() {
 	e.closeOnce.Do(func() {
 		e.pool.close()

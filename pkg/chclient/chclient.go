@@ -1,0 +1,158 @@
+// Package chclient opens clickhouse-go connections to an external
+// ClickHouse server (native or HTTP, with TLS and credentials) from a
+// configuration that the service and the migrate command share.
+package chclient
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/flamehouse/flamehouse/pkg/secret"
+)
+
+// Protocols a connection may use.
+const (
+	ProtocolNative = "native"
+	ProtocolHTTP   = "http"
+)
+
+// Config describes how to reach a ClickHouse server.
+type Config struct {
+	// Address is host:port. Native defaults to port 9000 (9440 with TLS),
+	// HTTP to 8123 (8443 with TLS).
+	Address string `yaml:"address"`
+	// Protocol is "native" (default) or "http".
+	Protocol string `yaml:"protocol"`
+	// Username and Password authenticate; Username defaults to "default".
+	Username string        `yaml:"username"`
+	Password secret.String `yaml:"password"`
+	// Secure enables TLS.
+	Secure bool `yaml:"secure"`
+	// TLSSkipVerify disables server certificate checks (testing only).
+	TLSSkipVerify bool `yaml:"tls_skip_verify"`
+	// CAFile is a PEM file of CAs that sign the server certificate.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are a client certificate for mutual TLS.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// DialTimeout bounds connecting. Default 10s.
+	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// MaxOpenConns bounds concurrent connections. Default 8.
+	MaxOpenConns int `yaml:"max_open_conns"`
+}
+
+// DefaultConfig returns the defaults: native protocol, user "default".
+func DefaultConfig() Config {
+	return Config{Protocol: ProtocolNative, Username: "default", DialTimeout: 10 * time.Second, MaxOpenConns: 8}
+}
+
+// RegisterFlags binds the config to flags with the given prefix.
+func (c *Config) RegisterFlags(f *flag.FlagSet, prefix string) {
+	f.StringVar(&c.Address, prefix+"address", c.Address, "host:port of an external ClickHouse server (empty: the embedded engine)")
+	f.StringVar(&c.Protocol, prefix+"protocol", c.Protocol, "protocol of the external server: native or http")
+	f.StringVar(&c.Username, prefix+"username", c.Username, "ClickHouse user")
+	f.Func(prefix+"password", "ClickHouse password", func(v string) error { c.Password = secret.String(v); return nil })
+	f.BoolVar(&c.Secure, prefix+"secure", c.Secure, "connect with TLS")
+	f.BoolVar(&c.TLSSkipVerify, prefix+"tls-skip-verify", c.TLSSkipVerify, "do not verify the server certificate")
+	f.StringVar(&c.CAFile, prefix+"ca-file", c.CAFile, "PEM file of CAs for the server certificate")
+}
+
+var (
+	errProtocol = errors.New(`protocol must be "native" or "http"`)
+	errKeyPair  = errors.New("cert_file and key_file must be set together")
+	errPool     = errors.New("max_open_conns must be positive and dial_timeout not negative")
+)
+
+// Validate reports every problem at once. An empty Address is valid: it
+// means "no external server".
+func (c *Config) Validate() error {
+	var err error
+	if c.Protocol != ProtocolNative && c.Protocol != ProtocolHTTP {
+		err = errors.Join(err, fmt.Errorf("%w, got %q", errProtocol, c.Protocol))
+	}
+	if c.Address != "" {
+		if _, _, splitErr := net.SplitHostPort(c.Address); splitErr != nil {
+			err = errors.Join(err, fmt.Errorf("address %q: %w", c.Address, splitErr))
+		}
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		err = errors.Join(err, errKeyPair)
+	}
+	if c.MaxOpenConns <= 0 || c.DialTimeout < 0 {
+		err = errors.Join(err, errPool)
+	}
+	return err
+}
+
+// Options builds clickhouse-go options for the config.
+func (c *Config) Options() (*clickhouse.Options, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	opts := &clickhouse.Options{
+		Addr:         []string{c.Address},
+		Auth:         clickhouse.Auth{Username: c.Username, Password: c.Password.Value()},
+		DialTimeout:  c.DialTimeout,
+		MaxOpenConns: c.MaxOpenConns,
+		MaxIdleConns: c.MaxOpenConns,
+		Protocol:     clickhouse.Native,
+	}
+	if c.Protocol == ProtocolHTTP {
+		opts.Protocol = clickhouse.HTTP
+	}
+	if c.Secure {
+		tlsCfg, err := c.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
+		opts.TLS = tlsCfg
+	}
+	return opts, nil
+}
+
+func (c *Config) tlsConfig() (*tls.Config, error) {
+	cfg := &tls.Config{InsecureSkipVerify: c.TLSSkipVerify, MinVersion: tls.VersionTLS12} //nolint:gosec // opt-in for testing
+	if host, _, err := net.SplitHostPort(c.Address); err == nil {
+		cfg.ServerName = host
+	}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("read ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("ca_file %q holds no PEM certificate", c.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if c.CertFile != "" {
+		pair, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("load client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// Open connects to the server and checks the connection with a ping.
+func Open(c Config) (clickhouse.Conn, error) {
+	opts, err := c.Options()
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse config: %w", err)
+	}
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open clickhouse %s: %w", c.Address, err)
+	}
+	return conn, nil
+}

@@ -1,0 +1,175 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/flamehouse/flamehouse/pkg/chembed"
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+// Version is set at build time with -ldflags "-X .../pkg/service.Version=...".
+var Version = "dev"
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout io.Writer) error
+}
+
+var commands = []command{
+	{"run", "start the main job: ClickHouse (embedded unless clickhouse.address is set) with the schema applied", runCommand},
+	{"migrate", "apply the schema migrations and retention, then exit", migrateCommand},
+	{"ddl", "print the DDL the schema migrations run, for review (honours schema.cluster)", ddlCommand},
+	{"config", "print the effective configuration as YAML (secrets redacted)", configCommand},
+	{"version", "print the version", versionCommand},
+}
+
+// Main runs the flamehouse command line and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		return 0
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		err := c.run(ctx, args[1:], stdout)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			_, _ = fmt.Fprintln(stderr, err)
+			return 2
+		default:
+			_, _ = fmt.Fprintf(stderr, "flamehouse %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	_, _ = fmt.Fprintf(stderr, "flamehouse: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	_, _ = fmt.Fprintln(w, "Usage: flamehouse <command> [-config.file flamehouse.yaml] [flags]\n\nCommands:")
+	for _, c := range commands {
+		_, _ = fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	_, _ = fmt.Fprintln(w, "\nRun flamehouse <command> -h for the flags of a command.")
+}
+
+// parse builds a command's configuration and checks it.
+func parse(name string, args []string) (Config, error) {
+	cfg, fs, err := ParseConfig(name, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, err
+		}
+		return cfg, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("%w: unexpected arguments %s", errUsage, strings.Join(fs.Args(), " "))
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return cfg, nil
+}
+
+func runCommand(ctx context.Context, args []string, stdout io.Writer) error {
+	cfg, err := parse("run", args)
+	if err != nil {
+		return err
+	}
+	log := cfg.newLogger()
+	svc, err := Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	svc.Describe(stdout)
+	waitErr := svc.Wait(ctx)
+	log.Info("shutting down")
+	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	return errors.Join(waitErr, svc.Stop(stopCtx))
+}
+
+func migrateCommand(ctx context.Context, args []string, stdout io.Writer) error {
+	cfg, err := parse("migrate", args)
+	if err != nil {
+		return err
+	}
+	svc, err := Start(ctx, cfg, cfg.newLogger())
+	if err != nil {
+		return err
+	}
+	r := svc.Migration
+	_, _ = fmt.Fprintf(stdout, "schema version %d; applied: %s; retention changed: %s\n",
+		r.Version, listOrNone(r.Applied), listOrNone(r.RetentionChanged))
+	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	return svc.Stop(stopCtx)
+}
+
+func listOrNone(items []string) string {
+	if len(items) == 0 {
+		return "none"
+	}
+	return strings.Join(items, ", ")
+}
+
+func ddlCommand(_ context.Context, args []string, stdout io.Writer) error {
+	cfg, err := parse("ddl", args)
+	if err != nil {
+		return err
+	}
+	migrations, err := cfg.Schema.Migrations()
+	if err != nil {
+		return err
+	}
+	for _, m := range migrations {
+		_, _ = fmt.Fprintf(stdout, "-- migration %04d_%s\n", m.Version, m.Name)
+		for _, stmt := range m.Statements {
+			_, _ = fmt.Fprintf(stdout, "%s;\n\n", stmt)
+		}
+	}
+	return nil
+}
+
+func versionCommand(_ context.Context, _ []string, stdout io.Writer) error {
+	_, _ = fmt.Fprintf(stdout, "flamehouse %s (schema version %d, embedded ClickHouse from @chdb/lib-linux-x64-gnu %s)\n",
+		Version, schema.LatestVersion(), chembed.PinnedVersion)
+	return nil
+}
+
+func configCommand(_ context.Context, args []string, stdout io.Writer) error {
+	cfg, err := parse("config", args)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(stdout, fmtConfig(cfg))
+	return err
+}
+
+// fmtConfig renders the configuration as YAML; secrets print redacted.
+func fmtConfig(cfg Config) string {
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Sprintf("# cannot render configuration: %v\n", err)
+	}
+	return string(out)
+}

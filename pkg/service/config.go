@@ -1,0 +1,176 @@
+// Package service is the flamehouse binary: its configuration (YAML file
+// plus flags), its subcommands and the main job that runs the embedded
+// ClickHouse engine (or connects to an external server) and keeps the
+// schema migrated.
+package service
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/flamehouse/flamehouse/pkg/chclient"
+	"github.com/flamehouse/flamehouse/pkg/chembed"
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+// Config is the whole configuration of the flamehouse binary.
+type Config struct {
+	// LogLevel is debug, info, warn or error. Default info.
+	LogLevel string `yaml:"log_level"`
+	// LogFormat is text or json. Default text.
+	LogFormat string `yaml:"log_format"`
+	// ClickHouse names an external server. When its address is empty, the
+	// embedded engine configured under Embedded is started instead.
+	ClickHouse chclient.Config `yaml:"clickhouse"`
+	// Embedded configures the embedded ClickHouse engine.
+	Embedded chembed.Config `yaml:"embedded"`
+	// Schema says where the tables live and how long data is kept.
+	Schema schema.Config `yaml:"schema"`
+}
+
+// DefaultDataDir is where the embedded engine keeps its tables by default,
+// relative to the working directory.
+const DefaultDataDir = "data/clickhouse"
+
+// DefaultConfig returns every default, from the packages that own them.
+func DefaultConfig() Config {
+	emb := chembed.DefaultConfig()
+	emb.DataDir = DefaultDataDir
+	return Config{
+		LogLevel:   "info",
+		LogFormat:  "text",
+		ClickHouse: chclient.DefaultConfig(),
+		Embedded:   emb,
+		Schema:     schema.DefaultConfig(),
+	}
+}
+
+// RegisterFlags binds every setting to a flag; flag defaults are the
+// config's current values, so flags override the file.
+func (c *Config) RegisterFlags(f *flag.FlagSet) {
+	f.StringVar(&c.LogLevel, "log.level", c.LogLevel, "log level: debug, info, warn, error")
+	f.StringVar(&c.LogFormat, "log.format", c.LogFormat, "log format: text or json")
+	c.ClickHouse.RegisterFlags(f, "clickhouse.")
+	c.Embedded.RegisterFlags(f, "embedded.")
+	c.Schema.RegisterFlags(f, "schema.")
+}
+
+// UsesEmbedded reports whether the service runs the embedded engine.
+func (c *Config) UsesEmbedded() bool { return c.ClickHouse.Address == "" }
+
+// Validate reports every problem of the configuration at once, each
+// prefixed with the section it belongs to.
+func (c *Config) Validate() error {
+	var err error
+	if _, levelErr := parseLevel(c.LogLevel); levelErr != nil {
+		err = errors.Join(err, levelErr)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		err = errors.Join(err, fmt.Errorf("log_format must be text or json, got %q", c.LogFormat))
+	}
+	if e := c.ClickHouse.Validate(); e != nil {
+		err = errors.Join(err, prefixed("clickhouse", e))
+	}
+	if c.UsesEmbedded() {
+		if e := c.Embedded.Validate(); e != nil {
+			err = errors.Join(err, prefixed("embedded", e))
+		}
+	}
+	if e := c.Schema.Validate(); e != nil {
+		err = errors.Join(err, prefixed("schema", e))
+	}
+	return err
+}
+
+// prefixed puts a section name in front of each joined error.
+func prefixed(section string, err error) error {
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		var out error
+		for _, e := range joined.Unwrap() {
+			out = errors.Join(out, fmt.Errorf("%s: %w", section, e))
+		}
+		return out
+	}
+	return fmt.Errorf("%s: %w", section, err)
+}
+
+// loadFile reads a YAML config file over c. Unknown keys are errors, so a
+// misspelt setting is not silently ignored.
+func (c *Config) loadFile(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read config file: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	return nil
+}
+
+// configFileFlag is the flag that names the YAML file.
+const configFileFlag = "config.file"
+
+// ParseConfig builds the configuration for a subcommand: defaults, then the
+// YAML file named by -config.file, then the other flags.
+func ParseConfig(name string, args []string) (Config, *flag.FlagSet, error) {
+	cfg := DefaultConfig()
+	if path := findConfigFile(args); path != "" {
+		if err := cfg.loadFile(path); err != nil {
+			return cfg, nil, err
+		}
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.String(configFileFlag, "", "YAML configuration file (flags override it)")
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return cfg, fs, err
+	}
+	return cfg, fs, nil
+}
+
+// findConfigFile finds -config.file's value before the other flags are
+// parsed, so that the file can supply their defaults.
+func findConfigFile(args []string) string {
+	for i, a := range args {
+		name := strings.TrimLeft(a, "-")
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if v, ok := strings.CutPrefix(name, configFileFlag+"="); ok {
+			return v
+		}
+		if name == configFileFlag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return l, fmt.Errorf("log_level must be debug, info, warn or error, got %q", s)
+	}
+	return l, nil
+}
+
+// newLogger builds the structured logger the config asks for.
+func (c *Config) newLogger() *slog.Logger {
+	level, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

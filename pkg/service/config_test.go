@@ -1,0 +1,82 @@
+package service
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "flamehouse.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
+}
+
+func TestParseConfigFileThenFlags(t *testing.T) {
+	path := writeFile(t, `
+log_level: debug
+embedded:
+  data_dir: /var/lib/flamehouse
+  listen_address: 0.0.0.0:8123
+  password: from-file
+  max_execution_time: 90s
+schema:
+  database: profiles
+  retention:
+    samples: 72h
+`)
+	cfg, _, err := ParseConfig("run", []string{"-config.file", path, "-schema.database", "flags_win", "-embedded.connections", "4"})
+	require.NoError(t, err)
+	require.Equal(t, "debug", cfg.LogLevel)
+	require.Equal(t, "/var/lib/flamehouse", cfg.Embedded.DataDir)
+	require.Equal(t, "from-file", cfg.Embedded.Password.Value())
+	require.Equal(t, 90*time.Second, cfg.Embedded.MaxExecutionTime)
+	require.Equal(t, 4, cfg.Embedded.Connections)
+	require.Equal(t, "flags_win", cfg.Schema.Database)
+	require.Equal(t, 72*time.Hour, cfg.Schema.Retention.Samples)
+	require.Equal(t, 30*24*time.Hour, cfg.Schema.Retention.Minute, "unset keys keep their defaults")
+	require.NoError(t, cfg.Validate())
+}
+
+func TestParseConfigRejectsUnknownKeys(t *testing.T) {
+	path := writeFile(t, "schema:\n  databse: typo\n")
+	_, _, err := ParseConfig("run", []string{"-config.file=" + path})
+	require.ErrorContains(t, err, "databse")
+}
+
+func TestParseConfigEmptyFile(t *testing.T) {
+	cfg, _, err := ParseConfig("run", []string{"-config.file", writeFile(t, "")})
+	require.NoError(t, err)
+	require.Equal(t, DefaultConfig(), cfg)
+}
+
+func TestValidateReportsEveryProblemWithItsSection(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LogLevel = "loud"
+	cfg.ClickHouse.Protocol = "carrier-pigeon"
+	cfg.Embedded.ListenAddress = "0.0.0.0:8123"
+	cfg.Schema.Database = "bad-name"
+	err := cfg.Validate()
+	require.Error(t, err)
+	msg := err.Error()
+	for _, want := range []string{"log_level", "clickhouse: protocol", "embedded: listen address", "schema: database"} {
+		require.Contains(t, msg, want)
+	}
+
+	external := DefaultConfig()
+	external.ClickHouse.Address = "ch.example:9000"
+	external.Embedded.DataDir = "" // not used with an external server
+	require.NoError(t, external.Validate())
+}
+
+func TestSecretsAreNotPrinted(t *testing.T) {
+	cfg, _, err := ParseConfig("run", []string{"-embedded.password", "hunter2", "-clickhouse.password", "hunter3"})
+	require.NoError(t, err)
+	shown := fmtConfig(cfg)
+	require.NotContains(t, shown, "hunter2")
+	require.NotContains(t, shown, "hunter3")
+}
