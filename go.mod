@@ -97,3 +97,5 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/fsnotify/fsnotify.v1 v1.4.7 // indirect
 )
+
+tool github.com/magefile/mage

@@ -1,26 +1,27 @@
-import { DataSourceInstanceSettings, CoreApp, ScopedVars } from '@grafana/data';
+import { CoreApp, DataSourceInstanceSettings, ScopedVars } from '@grafana/data';
 import { DataSourceWithBackend, getTemplateSrv } from '@grafana/runtime';
 
-import { MyQuery, MyDataSourceOptions, DEFAULT_QUERY } from './types';
+import { DEFAULT_QUERY, FlamehouseOptions, ProfileQuery } from './types';
 
-export class DataSource extends DataSourceWithBackend<MyQuery, MyDataSourceOptions> {
-  constructor(instanceSettings: DataSourceInstanceSettings<MyDataSourceOptions>) {
+/** The Flamehouse datasource: every request goes through the Go backend. */
+export class DataSource extends DataSourceWithBackend<ProfileQuery, FlamehouseOptions> {
+  constructor(instanceSettings: DataSourceInstanceSettings<FlamehouseOptions>) {
     super(instanceSettings);
   }
 
-  getDefaultQuery(_: CoreApp): Partial<MyQuery> {
+  getDefaultQuery(_: CoreApp): Partial<ProfileQuery> {
     return DEFAULT_QUERY;
   }
 
-  applyTemplateVariables(query: MyQuery, scopedVars: ScopedVars) {
+  applyTemplateVariables(query: ProfileQuery, scopedVars: ScopedVars): ProfileQuery {
     return {
       ...query,
-      queryText: getTemplateSrv().replace(query.queryText, scopedVars),
+      labelSelector: getTemplateSrv().replace(query.labelSelector ?? '', scopedVars),
     };
   }
 
-  filterQuery(query: MyQuery): boolean {
-    // if no query has been provided, prevent the query from being executed
-    return !!query.queryText;
+  /** A query without a profile type has nothing to show. */
+  filterQuery(query: ProfileQuery): boolean {
+    return !!query.profileTypeId;
   }
 }

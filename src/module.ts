@@ -1,9 +1,10 @@
 import { DataSourcePlugin } from '@grafana/data';
-import { DataSource } from './datasource';
+
 import { ConfigEditor } from './components/ConfigEditor';
 import { QueryEditor } from './components/QueryEditor';
-import { MyQuery, MyDataSourceOptions } from './types';
+import { DataSource } from './datasource';
+import { FlamehouseOptions, ProfileQuery } from './types';
 
-export const plugin = new DataSourcePlugin<DataSource, MyQuery, MyDataSourceOptions>(DataSource)
+export const plugin = new DataSourcePlugin<DataSource, ProfileQuery, FlamehouseOptions>(DataSource)
   .setConfigEditor(ConfigEditor)
   .setQueryEditor(QueryEditor);

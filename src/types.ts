@@ -1,34 +1,42 @@
 import { DataSourceJsonData } from '@grafana/data';
 import { DataQuery } from '@grafana/schema';
 
-export interface MyQuery extends DataQuery {
-  queryText?: string;
-  constant: number;
+/** What a query asks for; a superset of the Pyroscope datasource's model. */
+export type QueryType = 'profile' | 'metrics' | 'both' | 'table';
+
+export interface ProfileQuery extends DataQuery {
+  queryType?: QueryType;
+  /** name:sampleType:sampleUnit:periodType:periodUnit, e.g. process_cpu:cpu:nanoseconds:cpu:nanoseconds */
+  profileTypeId?: string;
+  /** Prometheus-style matchers, e.g. {service_name="checkout"} */
+  labelSelector?: string;
 }
 
-export const DEFAULT_QUERY: Partial<MyQuery> = {
-  constant: 6.5,
+export const DEFAULT_QUERY: Partial<ProfileQuery> = {
+  queryType: 'profile',
+  labelSelector: '{}',
 };
 
-export interface DataPoint {
-  Time: number;
-  Value: number;
+/** Flamehouse table location, inside jsonData.profiles. */
+export interface ProfilesOptions {
+  database?: string;
+  tablePrefix?: string;
 }
 
-export interface DataSourceResponse {
-  datapoints: DataPoint[];
+/** jsonData, with connection keys named as in the official ClickHouse datasource. */
+export interface FlamehouseOptions extends DataSourceJsonData {
+  host?: string;
+  port?: number;
+  protocol?: 'native' | 'http';
+  secure?: boolean;
+  tlsSkipVerify?: boolean;
+  username?: string;
+  dialTimeout?: string;
+  queryTimeout?: string;
+  profiles?: ProfilesOptions;
 }
 
-/**
- * These are options configured for each DataSource instance
- */
-export interface MyDataSourceOptions extends DataSourceJsonData {
-  path?: string;
-}
-
-/**
- * Value that is used in the backend, but never sent over HTTP to the frontend
- */
-export interface MySecureJsonData {
-  apiKey?: string;
+/** secureJsonData: sent to the backend only. */
+export interface FlamehouseSecureJsonData {
+  password?: string;
 }

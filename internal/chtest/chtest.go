@@ -17,7 +17,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"sync"
 	"testing"
@@ -105,12 +104,12 @@ func start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := chembed.NewServer(engine, engine.Config(), log)
+	srv, err := chembed.NewServer(engine, cfg, log)
 	if err != nil {
 		engine.Close()
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := srv.Listen(context.Background())
 	if err != nil {
 		engine.Close()
 		return nil, err

@@ -3,7 +3,6 @@ package chembed_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -318,5 +317,5 @@ func TestConformanceDatabaseSQL(t *testing.T) {
 
 	var missing string
 	err = std.QueryRowContext(ctx, "SELECT k FROM "+db+".kv WHERE k = 'none'").Scan(&missing)
-	require.True(t, errors.Is(err, sql.ErrNoRows), "got %v", err)
+	require.ErrorIs(t, err, sql.ErrNoRows)
 }

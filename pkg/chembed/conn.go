@@ -54,7 +54,7 @@ func (l *Library) openConn(dataDir string, extraArgs ...string) (*Conn, error) {
 		argv[i] = unsafe.Pointer(&b[0])
 	}
 	pinner.Pin(&argv[0])
-	handle := l.connect(int32(len(args)), unsafe.Pointer(&argv[0]))
+	handle := l.connect(int32(len(args)), unsafe.Pointer(&argv[0])) //nolint:gosec // G115: a handful of arguments
 	if handle == nil || *(*unsafe.Pointer)(handle) == nil {
 		return nil, fmt.Errorf("chdb_connect to %q failed: another process may hold the data directory "+
 			"(libchdb allows one process per directory and one directory per process); libchdb prints the cause on stderr", dataDir)

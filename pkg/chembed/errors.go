@@ -78,10 +78,7 @@ func newException(code int, format string, args ...any) *Exception {
 // Error renders the exception the way ClickHouse does on the wire:
 // "Code: 60. DB::Exception: <message>. (UNKNOWN_TABLE)".
 func (e *Exception) Error() string {
-	msg := e.Message
-	if strings.HasPrefix(msg, "DB::Exception: ") {
-		msg = strings.TrimPrefix(msg, "DB::Exception: ")
-	}
+	msg := strings.TrimPrefix(e.Message, "DB::Exception: ")
 	if e.Name == "" {
 		return fmt.Sprintf("Code: %d. DB::Exception: %s", e.Code, msg)
 	}

@@ -14,10 +14,14 @@ func TestParseException(t *testing.T) {
 		name    string
 		message string
 	}{
-		{"Code: 60. DB::Exception: Unknown table expression identifier 'x' in scope SELECT * FROM x. (UNKNOWN_TABLE)",
-			60, "UNKNOWN_TABLE", "Unknown table expression identifier 'x' in scope SELECT * FROM x."},
-		{"Code: 62. DB::Exception: Syntax error: failed at position 1. (SYNTAX_ERROR) (version 26.5.1.1)\n",
-			62, "SYNTAX_ERROR", "Syntax error: failed at position 1."},
+		{
+			"Code: 60. DB::Exception: Unknown table expression identifier 'x' in scope SELECT * FROM x. (UNKNOWN_TABLE)",
+			60, "UNKNOWN_TABLE", "Unknown table expression identifier 'x' in scope SELECT * FROM x.",
+		},
+		{
+			"Code: 62. DB::Exception: Syntax error: failed at position 1. (SYNTAX_ERROR) (version 26.5.1.1)\n",
+			62, "SYNTAX_ERROR", "Syntax error: failed at position 1.",
+		},
 		{"Code: 497. DB::Exception: denied", 497, "ACCESS_DENIED", "denied"},
 		{"something odd happened", CodeUnknownException, "UNKNOWN_EXCEPTION", "something odd happened"},
 	}

@@ -64,8 +64,10 @@ func TestInspectInsertWithData(t *testing.T) {
 	}{
 		{"native with binary data", "INSERT INTO t FORMAT Native\n" + binary, "INSERT INTO t", "", "Native", binary},
 		{"no data yet", "INSERT INTO t FORMAT Native", "INSERT INTO t", "", "Native", ""},
-		{"columns and settings", "INSERT INTO db.t (a, b) SETTINGS async_insert=1, x='y' FORMAT CSV\r\n1,2\n",
-			"INSERT INTO db.t (a, b)", "SETTINGS async_insert=1, x='y'", "CSV", "1,2\n"},
+		{
+			"columns and settings", "INSERT INTO db.t (a, b) SETTINGS async_insert=1, x='y' FORMAT CSV\r\n1,2\n",
+			"INSERT INTO db.t (a, b)", "SETTINGS async_insert=1, x='y'", "CSV", "1,2\n",
+		},
 		{"only one line break is skipped", "INSERT INTO t FORMAT TSV \n\n1\n", "INSERT INTO t", "", "TSV", "\n1\n"},
 		{"quoted table", "insert into `my db`.`t` format RowBinary\nxyz", "insert into `my db`.`t`", "", "RowBinary", "xyz"},
 		{"values", "INSERT INTO t VALUES (1, 'a'), (2, 'b')", "INSERT INTO t", "", "Values", " (1, 'a'), (2, 'b')"},
@@ -136,7 +138,7 @@ func TestInspectRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := inspect(tc.sql, tc.opts)
 			var ex *Exception
-			require.True(t, errors.As(err, &ex), "expected an *Exception, got %v", err)
+			require.ErrorAs(t, err, &ex)
 			require.Equal(t, tc.code, ex.Code, ex.Error())
 		})
 	}
@@ -156,8 +158,10 @@ func TestTokenize(t *testing.T) {
 	for _, tk := range toks {
 		texts = append(texts, tk.text)
 	}
-	require.Equal(t, []string{"SELECT", "a", ".", "b", ",", "x'y", ",", "q`n", ",", "1.5e-3", ",", "0x1F", ",",
-		"$h$ $ $h$", "FROM", "t", "WHERE", "x", "!=", "1"}, texts)
+	require.Equal(t, []string{
+		"SELECT", "a", ".", "b", ",", "x'y", ",", "q`n", ",", "1.5e-3", ",", "0x1F", ",",
+		"$h$ $ $h$", "FROM", "t", "WHERE", "x", "!=", "1",
+	}, texts)
 	require.Equal(t, tokQuotedIdent, toks[7].kind)
 	require.Equal(t, tokString, toks[5].kind)
 }
@@ -214,6 +218,6 @@ func TestInspectHostileHeredocsStayLinear(t *testing.T) {
 	}
 	_, err := inspect("SELECT "+b.String(), guardOptions{})
 	var ex *Exception
-	require.True(t, errors.As(err, &ex))
+	require.ErrorAs(t, err, &ex)
 	require.Equal(t, CodeSyntaxError, ex.Code)
 }

@@ -47,15 +47,15 @@ func (t token) name() string {
 // fail to tokenize (an unclosed quote or comment, a stray character), the
 // lexer fails too, and the statement is refused before it reaches the engine.
 type lexer struct {
-	src  string
-	pos  int
+	src string
+	pos int
 	// heredocScan counts bytes searched for heredoc terminators; a search
 	// is linear, so the total is bounded to keep hostile input from making
 	// lexing quadratic.
 	heredocScan int
 	// missingTags are heredoc tags known to have no terminator further on.
 	missingTags map[string]bool
-	prev tokenKind
+	prev        tokenKind
 	// prevText is the text of the previous significant token.
 	prevText string
 	started  bool

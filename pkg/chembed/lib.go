@@ -61,7 +61,7 @@ func FindLibrary(explicit string) (string, error) {
 }
 
 func checkFile(path string) (string, error) {
-	if _, err := os.Stat(path); err != nil {
+	if _, err := os.Stat(path); err != nil { //nolint:gosec // G703: the operator names the library
 		return "", fmt.Errorf("libchdb at %q: %w", path, err)
 	}
 	return filepath.Abs(path)
@@ -92,21 +92,21 @@ type Library struct {
 	// LoadDuration is how long dlopen took.
 	LoadDuration time.Duration
 
-	connect              func(argc int32, argv unsafe.Pointer) unsafe.Pointer
-	closeConn            func(conn unsafe.Pointer)
-	queryWithParams      func(conn unsafe.Pointer, q unsafe.Pointer, qlen uintptr, format unsafe.Pointer, flen uintptr, names unsafe.Pointer, nameLens unsafe.Pointer, values unsafe.Pointer, valueLens unsafe.Pointer, count uintptr) unsafe.Pointer
-	streamWithParams     func(conn unsafe.Pointer, q unsafe.Pointer, qlen uintptr, format unsafe.Pointer, flen uintptr, names unsafe.Pointer, nameLens unsafe.Pointer, values unsafe.Pointer, valueLens unsafe.Pointer, count uintptr) unsafe.Pointer
-	streamFetch          func(conn unsafe.Pointer, stream unsafe.Pointer) unsafe.Pointer
-	streamCancel         func(conn unsafe.Pointer, stream unsafe.Pointer)
-	resultBuffer         func(res unsafe.Pointer) unsafe.Pointer
-	resultLength         func(res unsafe.Pointer) uintptr
-	resultError          func(res unsafe.Pointer) unsafe.Pointer
-	resultRowsRead       func(res unsafe.Pointer) uint64
-	resultBytesRead      func(res unsafe.Pointer) uint64
-	resultRowsWritten    func(res unsafe.Pointer) uint64
-	resultBytesWritten   func(res unsafe.Pointer) uint64
-	resultElapsed        func(res unsafe.Pointer) float64
-	destroyResult        func(res unsafe.Pointer)
+	connect                  func(argc int32, argv unsafe.Pointer) unsafe.Pointer
+	closeConn                func(conn unsafe.Pointer)
+	queryWithParams          func(conn unsafe.Pointer, q unsafe.Pointer, qlen uintptr, format unsafe.Pointer, flen uintptr, names unsafe.Pointer, nameLens unsafe.Pointer, values unsafe.Pointer, valueLens unsafe.Pointer, count uintptr) unsafe.Pointer
+	streamWithParams         func(conn unsafe.Pointer, q unsafe.Pointer, qlen uintptr, format unsafe.Pointer, flen uintptr, names unsafe.Pointer, nameLens unsafe.Pointer, values unsafe.Pointer, valueLens unsafe.Pointer, count uintptr) unsafe.Pointer
+	streamFetch              func(conn unsafe.Pointer, stream unsafe.Pointer) unsafe.Pointer
+	streamCancel             func(conn unsafe.Pointer, stream unsafe.Pointer)
+	resultBuffer             func(res unsafe.Pointer) unsafe.Pointer
+	resultLength             func(res unsafe.Pointer) uintptr
+	resultError              func(res unsafe.Pointer) unsafe.Pointer
+	resultRowsRead           func(res unsafe.Pointer) uint64
+	resultBytesRead          func(res unsafe.Pointer) uint64
+	resultRowsWritten        func(res unsafe.Pointer) uint64
+	resultBytesWritten       func(res unsafe.Pointer) uint64
+	resultElapsed            func(res unsafe.Pointer) float64
+	destroyResult            func(res unsafe.Pointer)
 	setSignalHandlersEnabled func(enabled int32)
 }
 

@@ -87,7 +87,7 @@ func (s *Server) parseRequest(r *http.Request) (*request, error) {
 			req.params = append(req.params, Param{Name: pname, Value: value})
 			continue
 		}
-		if err := s.checkSetting(name, value, req); err != nil {
+		if err := checkSetting(name, value, req); err != nil {
 			return nil, err
 		}
 	}
@@ -95,7 +95,7 @@ func (s *Server) parseRequest(r *http.Request) (*request, error) {
 	return req, nil
 }
 
-func (s *Server) checkSetting(name, value string, req *request) error {
+func checkSetting(name, value string, req *request) error {
 	if !settingNameRe.MatchString(name) {
 		return newException(115, "Unknown setting %q", name)
 	}

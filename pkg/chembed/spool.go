@@ -51,7 +51,7 @@ func (s *spooler) write(data io.Reader) (path string, err error) {
 	var name [12]byte
 	_, _ = rand.Read(name[:])
 	path = filepath.Join(s.dir, "ins-"+hex.EncodeToString(name[:])+".bin")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600) //nolint:gosec // G304: the name is random hex in our spool directory
 	if err != nil {
 		return path, fmt.Errorf("create spool file: %w", err)
 	}
@@ -73,10 +73,11 @@ func (s *spooler) remove(path string) {
 	if path == "" {
 		return
 	}
-	if info, err := os.Stat(path); err == nil {
+	// The path is one that write created in the spool directory.
+	if info, err := os.Stat(path); err == nil { //nolint:gosec // G703: see above
 		s.used.Add(-info.Size())
 	}
-	_ = os.Remove(path)
+	_ = os.Remove(path) //nolint:gosec // G703: see above
 }
 
 // quotaWriter writes to a spool file while charging the shared quota.

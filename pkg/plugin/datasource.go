@@ -1,116 +1,139 @@
+// Package plugin is the backend of the Flamehouse Grafana datasource: it
+// connects to ClickHouse with the datasource's settings and checks that the
+// Flamehouse schema is there. Flame graph, table and time-series queries
+// are built on this in pkg/query.
 package plugin
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"time"
+	"strings"
+	"sync"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/instancemgmt"
-	"github.com/grafana/grafana-plugin-sdk-go/data"
-	"github.com/flamehouse/flamehouse/pkg/models"
+
+	"github.com/flamehouse/flamehouse/pkg/chclient"
+	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
-// Make sure Datasource implements required interfaces. This is important to do
-// since otherwise we will only get a not implemented error response from plugin in
-// runtime. In this example datasource instance implements backend.QueryDataHandler,
-// backend.CheckHealthHandler interfaces. Plugin should not implement all these
-// interfaces - only those which are required for a particular task.
 var (
 	_ backend.QueryDataHandler      = (*Datasource)(nil)
 	_ backend.CheckHealthHandler    = (*Datasource)(nil)
 	_ instancemgmt.InstanceDisposer = (*Datasource)(nil)
 )
 
-// NewDatasource creates a new datasource instance.
-func NewDatasource(_ context.Context, _ backend.DataSourceInstanceSettings) (instancemgmt.Instance, error) {
-	return &Datasource{}, nil
+// Datasource is one configured Flamehouse datasource.
+type Datasource struct {
+	settings    Settings
+	settingsErr error
+
+	mu   sync.Mutex
+	conn clickhouse.Conn
 }
 
-// Datasource is an example datasource which can respond to data queries, reports
-// its health and has streaming skills.
-type Datasource struct{}
+// NewDatasource creates a datasource instance. Invalid settings do not
+// fail here: CheckHealth and queries report them, so that the user sees
+// what to fix.
+func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (instancemgmt.Instance, error) {
+	st, err := LoadSettings(s)
+	return &Datasource{settings: st, settingsErr: err}, nil
+}
 
-// Dispose here tells plugin SDK that plugin wants to clean up resources when a new instance
-// created. As soon as datasource settings change detected by SDK old datasource instance will
-// be disposed and a new one will be created using NewSampleDatasource factory function.
+// Dispose closes the ClickHouse connection when Grafana replaces the instance.
 func (d *Datasource) Dispose() {
-	// Clean up datasource instance resources.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.conn != nil {
+		_ = d.conn.Close()
+		d.conn = nil
+	}
 }
 
-// QueryData handles multiple queries and returns multiple responses.
-// req contains the queries []DataQuery (where each query contains RefID as a unique identifier).
-// The QueryDataResponse contains a map of RefID to the response for each query, and each response
-// contains Frames ([]*Frame).
-func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
-	// create response struct
-	response := backend.NewQueryDataResponse()
+// connection opens the ClickHouse connection on first use.
+func (d *Datasource) connection() (clickhouse.Conn, error) {
+	if d.settingsErr != nil {
+		return nil, d.settingsErr
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.conn == nil {
+		conn, err := chclient.Open(d.settings.clientConfig())
+		if err != nil {
+			return nil, err
+		}
+		d.conn = conn
+	}
+	return d.conn, nil
+}
 
-	// loop over queries and execute them individually.
+// QueryData answers each query with a clear error until query support
+// lands (flame graph, table and metrics queries are the next step).
+func (*Datasource) QueryData(_ context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
+	resp := backend.NewQueryDataResponse()
 	for _, q := range req.Queries {
-		res := d.query(ctx, req.PluginContext, q)
-
-		// save the response in a hashmap
-		// based on with RefID as identifier
-		response.Responses[q.RefID] = res
+		resp.Responses[q.RefID] = backend.ErrDataResponse(backend.StatusNotImplemented,
+			"this Flamehouse build checks the connection and schema only; profile queries are not available yet")
 	}
-
-	return response, nil
+	return resp, nil
 }
 
-type queryModel struct{}
-
-func (d *Datasource) query(_ context.Context, pCtx backend.PluginContext, query backend.DataQuery) backend.DataResponse {
-	var response backend.DataResponse
-
-	// Unmarshal the JSON into our queryModel.
-	var qm queryModel
-
-	err := json.Unmarshal(query.JSON, &qm)
+// CheckHealth connects to ClickHouse and verifies that the Flamehouse
+// tables exist. Every failure says what to fix.
+func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequest) (*backend.CheckHealthResult, error) {
+	conn, err := d.connection()
 	if err != nil {
-		return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("json unmarshal: %v", err.Error()))
+		return healthError("Settings: %v", err), nil
 	}
-
-	// create data frame response.
-	// For an overview on data frames and how grafana handles them:
-	// https://grafana.com/developers/plugin-tools/introduction/data-frames
-	frame := data.NewFrame("response")
-
-	// add fields.
-	frame.Fields = append(frame.Fields,
-		data.NewField("time", nil, []time.Time{query.TimeRange.From, query.TimeRange.To}),
-		data.NewField("values", nil, []int64{10, 20}),
-	)
-
-	// add the frames to the response.
-	response.Frames = append(response.Frames, frame)
-
-	return response
-}
-
-// CheckHealth handles health checks sent from Grafana to the plugin.
-// The main use case for these health checks is the test button on the
-// datasource configuration page which allows users to verify that
-// a datasource is working as expected.
-func (d *Datasource) CheckHealth(_ context.Context, req *backend.CheckHealthRequest) (*backend.CheckHealthResult, error) {
-	res := &backend.CheckHealthResult{}
-	config, err := models.LoadPluginSettings(*req.PluginContext.DataSourceInstanceSettings)
-
+	if err := conn.Ping(ctx); err != nil {
+		return healthError("Cannot reach ClickHouse at %s (%s): %v. Check host, port, protocol, TLS and credentials.",
+			d.settings.clientConfig().Address, d.settings.Protocol, err), nil
+	}
+	cfg := d.settings.schemaConfig()
+	missing, err := missingTables(ctx, conn, cfg)
 	if err != nil {
-		res.Status = backend.HealthStatusError
-		res.Message = "Unable to load settings"
-		return res, nil
+		return healthError("Connected, but could not list tables in database %q: %v", cfg.Database, err), nil
 	}
-
-	if config.Secrets.ApiKey == "" {
-		res.Status = backend.HealthStatusError
-		res.Message = "API key is missing"
-		return res, nil
+	if len(missing) > 0 {
+		return healthError("Connected, but the Flamehouse tables %s are missing in database %q. "+
+			"Run `flamehouse migrate` against this server, or fix the profiles database and table prefix settings.",
+			strings.Join(missing, ", "), cfg.Database), nil
 	}
-
 	return &backend.CheckHealthResult{
 		Status:  backend.HealthStatusOk,
-		Message: "Data source is working",
+		Message: fmt.Sprintf("Connected to ClickHouse; Flamehouse tables found in database %q.", cfg.Database),
 	}, nil
+}
+
+func healthError(format string, args ...any) *backend.CheckHealthResult {
+	return &backend.CheckHealthResult{Status: backend.HealthStatusError, Message: fmt.Sprintf(format, args...)}
+}
+
+// missingTables lists the Flamehouse tables that the database lacks.
+func missingTables(ctx context.Context, conn clickhouse.Conn, cfg schema.Config) ([]string, error) {
+	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = ?", cfg.Database)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	present := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		present[name] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, errors.Join(err, rows.Close())
+	}
+	var missing []string
+	for _, t := range schema.Tables {
+		if !present[cfg.Name(t)] {
+			missing = append(missing, cfg.Name(t))
+		}
+	}
+	return missing, nil
 }

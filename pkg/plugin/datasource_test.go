@@ -2,27 +2,124 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
+	"net"
+	"strconv"
 	"testing"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
-func TestQueryData(t *testing.T) {
-	ds := Datasource{}
+func TestMain(m *testing.M) { chtest.Main(m) }
 
-	resp, err := ds.QueryData(
-		context.Background(),
-		&backend.QueryDataRequest{
-			Queries: []backend.DataQuery{
-				{RefID: "A"},
-			},
-		},
-	)
-	if err != nil {
-		t.Error(err)
-	}
+// instance creates the datasource the way Grafana does, from JSON settings.
+func instance(t *testing.T, jsonData map[string]any, secure map[string]string) *Datasource {
+	t.Helper()
+	raw, err := json.Marshal(jsonData)
+	require.NoError(t, err)
+	inst, err := NewDatasource(context.Background(), backend.DataSourceInstanceSettings{JSONData: raw, DecryptedSecureJSONData: secure})
+	require.NoError(t, err)
+	ds, ok := inst.(*Datasource)
+	require.True(t, ok)
+	t.Cleanup(ds.Dispose)
+	return ds
+}
 
-	if len(resp.Responses) != 1 {
-		t.Fatal("QueryData must return a response")
+// embeddedSettings points a datasource at the test server.
+func embeddedSettings(t *testing.T, database string) map[string]any {
+	t.Helper()
+	srv := chtest.Get(t)
+	host, port, err := net.SplitHostPort(srv.Addr)
+	require.NoError(t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	protocol := "http"
+	if srv.External && srv.Options.Protocol.String() == "native" {
+		protocol = "native"
 	}
+	return map[string]any{
+		"host": host, "port": p, "protocol": protocol, "username": srv.Options.Auth.Username,
+		"profiles": map[string]any{"database": database},
+	}
+}
+
+func TestCheckHealthWithSchema(t *testing.T) {
+	srv := chtest.Get(t)
+	conn := srv.Open(t)
+	db := srv.NewDatabase(t)
+	cfg := schema.DefaultConfig()
+	cfg.Database = db
+	m, err := schema.NewMigrator(cfg, conn)
+	require.NoError(t, err)
+	_, err = m.Migrate(context.Background())
+	require.NoError(t, err)
+
+	ds := instance(t, embeddedSettings(t, db), map[string]string{"password": srv.Options.Auth.Password})
+	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
+	require.NoError(t, err)
+	require.Equal(t, backend.HealthStatusOk, res.Status, res.Message)
+	require.Contains(t, res.Message, db)
+}
+
+func TestCheckHealthNamesMissingTables(t *testing.T) {
+	srv := chtest.Get(t)
+	db := srv.NewDatabase(t)
+	ds := instance(t, embeddedSettings(t, db), map[string]string{"password": srv.Options.Auth.Password})
+	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
+	require.NoError(t, err)
+	require.Equal(t, backend.HealthStatusError, res.Status)
+	require.Contains(t, res.Message, "otel_profile_samples")
+	require.Contains(t, res.Message, "flamehouse migrate")
+}
+
+func TestCheckHealthUnreachableServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close()) // nothing listens there now
+	ds := instance(t, map[string]any{"host": "127.0.0.1", "port": port, "protocol": "http", "dialTimeout": "2"}, nil)
+	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
+	require.NoError(t, err)
+	require.Equal(t, backend.HealthStatusError, res.Status)
+	require.Contains(t, res.Message, "Cannot reach ClickHouse at 127.0.0.1:"+strconv.Itoa(port))
+}
+
+func TestCheckHealthReportsBadSettings(t *testing.T) {
+	ds := instance(t, map[string]any{"port": 70000, "profiles": map[string]any{"database": "x; DROP"}}, nil)
+	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
+	require.NoError(t, err)
+	require.Equal(t, backend.HealthStatusError, res.Status)
+	require.Contains(t, res.Message, "host")
+	require.Contains(t, res.Message, "port 70000")
+	require.Contains(t, res.Message, "database")
+}
+
+func TestQueryDataSaysQueriesAreNotAvailable(t *testing.T) {
+	ds := instance(t, map[string]any{"host": "127.0.0.1"}, nil)
+	resp, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{RefID: "A"}, {RefID: "B"}}})
+	require.NoError(t, err)
+	require.Len(t, resp.Responses, 2)
+	require.Equal(t, backend.StatusNotImplemented, resp.Responses["A"].Status)
+}
+
+func TestSettingsDefaultsAndPorts(t *testing.T) {
+	st, err := LoadSettings(backend.DataSourceInstanceSettings{
+		JSONData:                []byte(`{"host":"ch","secure":true}`),
+		DecryptedSecureJSONData: map[string]string{"password": "pw"},
+	})
+	require.NoError(t, err)
+	cc := st.clientConfig()
+	require.Equal(t, "ch:9440", cc.Address)
+	require.Equal(t, "native", cc.Protocol)
+	require.Equal(t, "pw", cc.Password.Value())
+	require.Equal(t, "otel", st.Profiles.Database)
+	require.Equal(t, 8443, defaultPort("http", true))
+	require.Equal(t, 8123, defaultPort("http", false))
+
+	_, err = LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(`{"host":"ch","dialTimeout":"soon"}`)})
+	require.ErrorContains(t, err, "dial timeout")
 }

@@ -75,7 +75,7 @@ func TestDDLRetention(t *testing.T) {
 	sql := renderAll(t, cfg)
 	require.Contains(t, sql, "TTL Timestamp + toIntervalSecond(604800)")  // samples: 7 days
 	require.Contains(t, sql, "TTL Timestamp + toIntervalSecond(2592000)") // 1m: 30 days
-	require.Contains(t, sql, "TTL LastSeen + toIntervalDay(366)")        // metadata: longest + 1 day
+	require.Contains(t, sql, "TTL LastSeen + toIntervalDay(366)")         // metadata: longest + 1 day
 	cfg.Retention.Hour = 0
 	sql = renderAll(t, cfg)
 	require.NotContains(t, sql, "toIntervalDay", "metadata is kept forever when any rollup is")

@@ -79,7 +79,7 @@ func (m *Migrator) Migrate(ctx context.Context) (Report, error) {
 			}
 		}
 		err := m.conn.Exec(ctx, "INSERT INTO "+m.cfg.qualifiedLocal(MigrationsTable)+" (Version, Name, AppliedAt) VALUES (?, ?, ?)",
-			uint32(mig.Version), mig.Name, m.Now())
+			uint32(mig.Version), mig.Name, m.Now()) //nolint:gosec // G115: versions are four digits
 		if err != nil {
 			return report, fmt.Errorf("record migration %04d_%s: %w", mig.Version, mig.Name, err)
 		}

@@ -41,7 +41,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) 
 	s := &Service{cfg: cfg, log: log, serveErr: make(chan error, 1)}
 	chCfg := cfg.ClickHouse
 	if cfg.UsesEmbedded() {
-		if err := s.startEmbedded(); err != nil {
+		if err := s.startEmbedded(ctx); err != nil {
 			return nil, err
 		}
 		chCfg = chclient.Config{
@@ -74,7 +74,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) 
 	return s, nil
 }
 
-func (s *Service) startEmbedded() error {
+func (s *Service) startEmbedded(ctx context.Context) error {
 	engine, err := chembed.Open(s.cfg.Embedded, s.log)
 	if err != nil {
 		return fmt.Errorf("start embedded clickhouse: %w", err)
@@ -84,7 +84,7 @@ func (s *Service) startEmbedded() error {
 		engine.Close()
 		return err
 	}
-	ln, err := srv.Listen()
+	ln, err := srv.Listen(ctx)
 	if err != nil {
 		engine.Close()
 		return err

@@ -1,71 +1,97 @@
 import React, { ChangeEvent } from 'react';
-import { InlineField, Input, SecretInput } from '@grafana/ui';
 import { DataSourcePluginOptionsEditorProps } from '@grafana/data';
-import { MyDataSourceOptions, MySecureJsonData } from '../types';
+import { Field, Input, RadioButtonGroup, SecretInput, Stack } from '@grafana/ui';
 
-interface Props extends DataSourcePluginOptionsEditorProps<MyDataSourceOptions, MySecureJsonData> {}
+import { selectors } from '../selectors';
+import { FlamehouseOptions, FlamehouseSecureJsonData, ProfilesOptions } from '../types';
 
-export function ConfigEditor(props: Props) {
-  const { onOptionsChange, options } = props;
-  const { jsonData, secureJsonFields, secureJsonData } = options;
+type Props = DataSourcePluginOptionsEditorProps<FlamehouseOptions, FlamehouseSecureJsonData>;
 
-  const onPathChange = (event: ChangeEvent<HTMLInputElement>) => {
-    onOptionsChange({
-      ...options,
-      jsonData: {
-        ...jsonData,
-        path: event.target.value,
-      },
-    });
-  };
+const protocols = [
+  { label: 'Native', value: 'native' as const },
+  { label: 'HTTP', value: 'http' as const },
+];
 
-  // Secure field (only sent to the backend)
-  const onAPIKeyChange = (event: ChangeEvent<HTMLInputElement>) => {
-    onOptionsChange({
-      ...options,
-      secureJsonData: {
-        apiKey: event.target.value,
-      },
-    });
-  };
+/** Connection settings laid out like the official ClickHouse datasource, plus where the profile tables are. */
+export function ConfigEditor({ options, onOptionsChange }: Props) {
+  const { jsonData, secureJsonFields } = options;
 
-  const onResetAPIKey = () => {
-    onOptionsChange({
-      ...options,
-      secureJsonFields: {
-        ...options.secureJsonFields,
-        apiKey: false,
-      },
-      secureJsonData: {
-        ...options.secureJsonData,
-        apiKey: '',
-      },
-    });
-  };
+  const setJson = (patch: Partial<FlamehouseOptions>) =>
+    onOptionsChange({ ...options, jsonData: { ...jsonData, ...patch } });
+  const setProfiles = (patch: Partial<ProfilesOptions>) => setJson({ profiles: { ...jsonData.profiles, ...patch } });
+  const text = (apply: (v: string) => void) => (e: ChangeEvent<HTMLInputElement>) => apply(e.currentTarget.value);
 
   return (
-    <>
-      <InlineField label="Path" labelWidth={14} interactive tooltip={'Json field returned to frontend'}>
+    <Stack direction="column" gap={1}>
+      <Field label="Server address" description="Host name or IP of the ClickHouse server">
         <Input
-          id="config-editor-path"
-          onChange={onPathChange}
-          value={jsonData.path}
-          placeholder="Enter the path, e.g. /api/v1"
+          data-testid={selectors.config.host}
+          value={jsonData.host ?? ''}
+          placeholder="localhost"
           width={40}
+          onChange={text((host) => setJson({ host }))}
         />
-      </InlineField>
-      <InlineField label="API Key" labelWidth={14} interactive tooltip={'Secure json field (backend only)'}>
+      </Field>
+      <Field label="Server port" description="9000 native, 8123 HTTP (9440 and 8443 with TLS)">
+        <Input
+          data-testid={selectors.config.port}
+          type="number"
+          value={jsonData.port ?? ''}
+          width={20}
+          onChange={text((port) => setJson({ port: port === '' ? undefined : Number(port) }))}
+        />
+      </Field>
+      <Field label="Protocol">
+        <RadioButtonGroup
+          data-testid={selectors.config.protocol}
+          options={protocols}
+          value={jsonData.protocol ?? 'native'}
+          onChange={(protocol) => setJson({ protocol })}
+        />
+      </Field>
+      <Field label="Username">
+        <Input
+          data-testid={selectors.config.username}
+          value={jsonData.username ?? ''}
+          placeholder="default"
+          width={40}
+          onChange={text((username) => setJson({ username }))}
+        />
+      </Field>
+      <Field label="Password">
         <SecretInput
-          required
-          id="config-editor-api-key"
-          isConfigured={secureJsonFields.apiKey}
-          value={secureJsonData?.apiKey}
-          placeholder="Enter your API key"
+          data-testid={selectors.config.password}
+          isConfigured={!!secureJsonFields?.password}
+          value={options.secureJsonData?.password ?? ''}
           width={40}
-          onReset={onResetAPIKey}
-          onChange={onAPIKeyChange}
+          onReset={() =>
+            onOptionsChange({
+              ...options,
+              secureJsonFields: { ...secureJsonFields, password: false },
+              secureJsonData: { ...options.secureJsonData, password: '' },
+            })
+          }
+          onChange={text((password) => onOptionsChange({ ...options, secureJsonData: { password } }))}
         />
-      </InlineField>
-    </>
+      </Field>
+      <Field label="Profiles database" description="Database of the Flamehouse tables">
+        <Input
+          data-testid={selectors.config.database}
+          value={jsonData.profiles?.database ?? ''}
+          placeholder="otel"
+          width={40}
+          onChange={text((database) => setProfiles({ database }))}
+        />
+      </Field>
+      <Field label="Table prefix" description="Prefix of the Flamehouse table names">
+        <Input
+          data-testid={selectors.config.tablePrefix}
+          value={jsonData.profiles?.tablePrefix ?? ''}
+          placeholder="otel_"
+          width={40}
+          onChange={text((tablePrefix) => setProfiles({ tablePrefix }))}
+        />
+      </Field>
+    </Stack>
   );
 }

@@ -1,43 +1,35 @@
 import React, { ChangeEvent } from 'react';
-import { InlineField, Input, Stack } from '@grafana/ui';
 import { QueryEditorProps } from '@grafana/data';
+import { InlineField, Input, Stack } from '@grafana/ui';
+
 import { DataSource } from '../datasource';
-import { MyDataSourceOptions, MyQuery } from '../types';
+import { selectors } from '../selectors';
+import { FlamehouseOptions, ProfileQuery } from '../types';
 
-type Props = QueryEditorProps<DataSource, MyQuery, MyDataSourceOptions>;
+type Props = QueryEditorProps<DataSource, ProfileQuery, FlamehouseOptions>;
 
+/** Profile type and label selector, edited as text. */
 export function QueryEditor({ query, onChange, onRunQuery }: Props) {
-  const onQueryTextChange = (event: ChangeEvent<HTMLInputElement>) => {
-    onChange({ ...query, queryText: event.target.value });
-  };
-
-  const onConstantChange = (event: ChangeEvent<HTMLInputElement>) => {
-    onChange({ ...query, constant: parseFloat(event.target.value) });
-    // executes the query
-    onRunQuery();
-  };
-
-  const { queryText, constant } = query;
-
+  const set = (patch: Partial<ProfileQuery>) => onChange({ ...query, ...patch });
   return (
     <Stack gap={0}>
-      <InlineField label="Constant">
+      <InlineField label="Profile type" labelWidth={16}>
         <Input
-          id="query-editor-constant"
-          onChange={onConstantChange}
-          value={constant}
-          width={8}
-          type="number"
-          step="0.1"
+          data-testid={selectors.query.profileTypeId}
+          value={query.profileTypeId ?? ''}
+          placeholder="process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+          width={50}
+          onChange={(e: ChangeEvent<HTMLInputElement>) => set({ profileTypeId: e.currentTarget.value })}
+          onBlur={onRunQuery}
         />
       </InlineField>
-      <InlineField label="Query Text" labelWidth={16} tooltip="Not used yet">
+      <InlineField label="Labels" labelWidth={10} grow>
         <Input
-          id="query-editor-query-text"
-          onChange={onQueryTextChange}
-          value={queryText || ''}
-          required
-          placeholder="Enter a query"
+          data-testid={selectors.query.labelSelector}
+          value={query.labelSelector ?? ''}
+          placeholder='{service_name="checkout"}'
+          onChange={(e: ChangeEvent<HTMLInputElement>) => set({ labelSelector: e.currentTarget.value })}
+          onBlur={onRunQuery}
         />
       </InlineField>
     </Stack>

@@ -1,0 +1,149 @@
+package plugin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/flamehouse/flamehouse/pkg/chclient"
+	"github.com/flamehouse/flamehouse/pkg/schema"
+	"github.com/flamehouse/flamehouse/pkg/secret"
+)
+
+// Settings are the datasource's jsonData and secureJsonData. The connection
+// keys follow the official ClickHouse datasource, so users recognise them.
+type Settings struct {
+	// Host of the ClickHouse server.
+	Host string `json:"host"`
+	// Port of the server; default 9000 (native) or 8123 (http), 9440/8443 with TLS.
+	Port int `json:"port"`
+	// Protocol is "native" (default) or "http".
+	Protocol string `json:"protocol"`
+	// Secure enables TLS.
+	Secure bool `json:"secure"`
+	// TLSSkipVerify skips server certificate checks.
+	TLSSkipVerify bool `json:"tlsSkipVerify"`
+	// Username to authenticate as; default "default".
+	Username string `json:"username"`
+	// DefaultDatabase is the ClickHouse plugin's default database; Flamehouse
+	// uses Profiles.Database for its tables.
+	DefaultDatabase string `json:"defaultDatabase"`
+	// DialTimeout in seconds; default 10.
+	DialTimeout string `json:"dialTimeout"`
+	// QueryTimeout in seconds; default 60.
+	QueryTimeout string `json:"queryTimeout"`
+	// Profiles locates the Flamehouse tables.
+	Profiles ProfilesSettings `json:"profiles"`
+
+	// Password comes from secureJsonData.
+	Password secret.String `json:"-"`
+}
+
+// ProfilesSettings locate the Flamehouse tables.
+type ProfilesSettings struct {
+	// Database of the tables; default "otel".
+	Database string `json:"database"`
+	// TablePrefix of the tables; default "otel_".
+	TablePrefix string `json:"tablePrefix"`
+}
+
+var errNoHost = errors.New("server address (host) is missing: set it in the datasource's connection settings")
+
+// LoadSettings parses and checks the datasource settings.
+func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
+	var st Settings
+	if len(s.JSONData) > 0 {
+		if err := json.Unmarshal(s.JSONData, &st); err != nil {
+			return st, fmt.Errorf("datasource settings are not valid JSON: %w", err)
+		}
+	}
+	st.Password = secret.String(s.DecryptedSecureJSONData["password"])
+	if st.Protocol == "" {
+		st.Protocol = chclient.ProtocolNative
+	}
+	if st.Username == "" {
+		st.Username = "default"
+	}
+	if st.Profiles.Database == "" {
+		st.Profiles.Database = schema.DefaultDatabase
+	}
+	if st.Profiles.TablePrefix == "" {
+		st.Profiles.TablePrefix = schema.DefaultTablePrefix
+	}
+	return st, st.validate()
+}
+
+func (s *Settings) validate() error {
+	var err error
+	if s.Host == "" {
+		err = errors.Join(err, errNoHost)
+	}
+	if s.Port < 0 || s.Port > 65535 {
+		err = errors.Join(err, fmt.Errorf("port %d is out of range", s.Port))
+	}
+	for name, v := range map[string]string{"dial timeout": s.DialTimeout, "query timeout": s.QueryTimeout} {
+		if _, parseErr := seconds(v, time.Second); parseErr != nil {
+			err = errors.Join(err, fmt.Errorf("%s %q is not a number of seconds", name, v))
+		}
+	}
+	sc := s.schemaConfig()
+	if e := sc.Validate(); e != nil {
+		err = errors.Join(err, fmt.Errorf("profiles settings: %w", e))
+	}
+	return err
+}
+
+// seconds parses a number of seconds, "" giving the default.
+func seconds(v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("not a number of seconds: %q", v)
+	}
+	return time.Duration(f * float64(time.Second)), nil
+}
+
+// schemaConfig is the schema configuration the settings point at.
+func (s *Settings) schemaConfig() schema.Config {
+	cfg := schema.DefaultConfig()
+	cfg.Database = s.Profiles.Database
+	cfg.TablePrefix = s.Profiles.TablePrefix
+	return cfg
+}
+
+// clientConfig turns the settings into a ClickHouse client configuration.
+func (s *Settings) clientConfig() chclient.Config {
+	port := s.Port
+	if port == 0 {
+		port = defaultPort(s.Protocol, s.Secure)
+	}
+	dial, _ := seconds(s.DialTimeout, 10*time.Second)
+	cfg := chclient.DefaultConfig()
+	cfg.Address = net.JoinHostPort(s.Host, strconv.Itoa(port))
+	cfg.Protocol = s.Protocol
+	cfg.Username = s.Username
+	cfg.Password = s.Password
+	cfg.Secure = s.Secure
+	cfg.TLSSkipVerify = s.TLSSkipVerify
+	cfg.DialTimeout = dial
+	return cfg
+}
+
+func defaultPort(protocol string, secure bool) int {
+	switch {
+	case protocol == chclient.ProtocolHTTP && secure:
+		return 8443
+	case protocol == chclient.ProtocolHTTP:
+		return 8123
+	case secure:
+		return 9440
+	}
+	return 9000
+}

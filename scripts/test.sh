@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs every test: vet and lint, Go unit and integration tests (against the
+# embedded ClickHouse engine, or FLAMEHOUSE_CLICKHOUSE_URL), benchmarks once,
+# the frontend's typecheck, lint, Jest and build, the plugin backend build,
+# and a smoke test of ./scripts/run.sh. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GOLANGCI_LINT_VERSION=v2.15.0
+# Explicit patterns: ./... would also walk node_modules, which holds Go files.
+GO_PKGS=(./cmd/... ./internal/... ./pkg/...)
+step() { printf '\n==> %s\n' "$*"; }
+
+./scripts/setup.sh
+
+step "go vet"
+go vet "${GO_PKGS[@]}"
+
+step "golangci-lint ${GOLANGCI_LINT_VERSION}"
+go run "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@${GOLANGCI_LINT_VERSION}" run "${GO_PKGS[@]}"
+
+step "go test: unit and integration tests (embedded ClickHouse unless FLAMEHOUSE_CLICKHOUSE_URL is set)"
+go test -count=1 "${GO_PKGS[@]}"
+
+step "go test: every benchmark once, so none rots"
+go test -count=1 -run '^$' -bench . -benchtime 1x "${GO_PKGS[@]}"
+
+step "frontend: typecheck, lint, format, Jest"
+npm run typecheck
+npm run lint
+npm run format:check
+npm run test:ci
+
+step "plugin: frontend bundle and backend binary (dist/)"
+npm run build
+go tool mage -v build:linux
+for f in dist/plugin.json dist/module.js dist/gpx_flamehouse_linux_amd64; do
+  [ -s "$f" ] || { echo "missing build output: $f" >&2; exit 1; }
+done
+
+step "smoke: ./scripts/run.sh starts the engine with the schema"
+./scripts/smoke.sh
+echo
+echo "All tests passed."
