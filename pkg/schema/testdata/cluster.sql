@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_samples_local` ON CLUSTER 'flame
     `Value` Int64 CODEC(ZSTD(1)),
     `TraceId` String CODEC(ZSTD(1)),
     `SpanId` String CODEC(ZSTD(1)),
-    `SampleAttributes` Map(LowCardinality(String), String) CODEC(ZSTD(1)),
+    `SampleAttributes` Map(LowCardinality(String), LowCardinality(String)) CODEC(ZSTD(1)),
     `ServiceNamespace` LowCardinality(String) CODEC(ZSTD(1)),
     `ServiceInstanceId` LowCardinality(String) CODEC(ZSTD(1)),
     `K8sClusterName` LowCardinality(String) CODEC(ZSTD(1)),
