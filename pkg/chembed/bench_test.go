@@ -2,7 +2,6 @@ package chembed_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -53,5 +52,5 @@ func BenchmarkBatchInsert1M(b *testing.B) {
 	b.ReportMetric(send.Seconds()/float64(b.N), "send-s/op")
 	var n uint64
 	require.NoError(b, conn.QueryRow(ctx, "SELECT count() FROM "+db+".s").Scan(&n))
-	require.Equal(b, uint64(rows*b.N), n, fmt.Sprintf("all %d rows arrived", rows*b.N))
+	require.Equal(b, uint64(rows*b.N), n, "all %d rows arrived", rows*b.N)
 }
