@@ -28,6 +28,16 @@ func freshConfig(t *testing.T, conn clickhouse.Conn) schema.Config {
 	return cfg
 }
 
+// migrated applies the schema for cfg and returns its migrator.
+func migrated(t *testing.T, conn clickhouse.Conn, cfg schema.Config) *schema.Migrator {
+	t.Helper()
+	m, err := schema.NewMigrator(cfg, conn)
+	require.NoError(t, err)
+	_, err = m.Migrate(context.Background())
+	require.NoError(t, err)
+	return m
+}
+
 func TestMigrateCreatesEveryTable(t *testing.T) {
 	conn := chtest.Get(t).Open(t)
 	ctx := context.Background()
@@ -63,10 +73,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	conn := chtest.Get(t).Open(t)
 	ctx := context.Background()
 	cfg := freshConfig(t, conn)
-	m, err := schema.NewMigrator(cfg, conn)
-	require.NoError(t, err)
-	_, err = m.Migrate(ctx)
-	require.NoError(t, err)
+	m := migrated(t, conn, cfg)
 
 	report, err := m.Migrate(ctx)
 	require.NoError(t, err)
@@ -84,14 +91,11 @@ func TestMigrateAppliesRetentionChanges(t *testing.T) {
 	conn := chtest.Get(t).Open(t)
 	ctx := context.Background()
 	cfg := freshConfig(t, conn)
-	m, err := schema.NewMigrator(cfg, conn)
-	require.NoError(t, err)
-	_, err = m.Migrate(ctx)
-	require.NoError(t, err)
+	migrated(t, conn, cfg)
 
 	cfg.Retention.Samples = 48 * time.Hour
 	cfg.Retention.Hour = 0
-	m, err = schema.NewMigrator(cfg, conn)
+	m, err := schema.NewMigrator(cfg, conn)
 	require.NoError(t, err)
 	report, err := m.Migrate(ctx)
 	require.NoError(t, err)
@@ -118,10 +122,7 @@ func TestRollupsAndCatalogsFollowSamples(t *testing.T) {
 	conn := chtest.Get(t).Open(t)
 	ctx := context.Background()
 	cfg := freshConfig(t, conn)
-	m, err := schema.NewMigrator(cfg, conn)
-	require.NoError(t, err)
-	_, err = m.Migrate(ctx)
-	require.NoError(t, err)
+	migrated(t, conn, cfg)
 
 	base := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	batch, err := conn.PrepareBatch(ctx, "INSERT INTO "+cfg.Qualified(schema.Samples)+
