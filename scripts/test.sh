@@ -20,7 +20,11 @@ step "golangci-lint ${GOLANGCI_LINT_VERSION}"
 go run "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@${GOLANGCI_LINT_VERSION}" run "${GO_PKGS[@]}"
 
 step "go test: unit and integration tests (embedded ClickHouse unless FLAMEHOUSE_CLICKHOUSE_URL is set)"
-go test -count=1 "${GO_PKGS[@]}"
+# The race detector needs cgo, hence a C compiler; without one the tests
+# still run, purego loads libchdb without cgo.
+race=()
+if command -v gcc >/dev/null 2>&1; then race=(-race); else echo "(no gcc: running without the race detector)"; fi
+go test -count=1 "${race[@]}" "${GO_PKGS[@]}"
 
 step "go test: every benchmark once, so none rots"
 go test -count=1 -run '^$' -bench . -benchtime 1x "${GO_PKGS[@]}"

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
 // The conformance suite drives the embedded server with unmodified
@@ -318,4 +319,74 @@ func TestConformanceDatabaseSQL(t *testing.T) {
 	var missing string
 	err = std.QueryRowContext(ctx, "SELECT k FROM "+db+".kv WHERE k = 'none'").Scan(&missing)
 	require.ErrorIs(t, err, sql.ErrNoRows)
+}
+
+// TestConformanceSchemaColumnTypes writes one row into each Flamehouse
+// table through clickhouse-go batches and reads it back, covering every
+// column type the schema uses: DateTime, Date, DateTime64(3), Bool, UInt32,
+// UInt64, Int64, String, LowCardinality(String), Array(UInt64),
+// Map(LowCardinality(String), String), Map(LowCardinality(String),
+// LowCardinality(String)) and SimpleAggregateFunction(sum, Int64).
+func TestConformanceSchemaColumnTypes(t *testing.T) {
+	srv := chtest.Get(t)
+	conn := srv.Open(t)
+	ctx := context.Background()
+	cfg := schema.DefaultConfig()
+	cfg.Database = srv.NewDatabase(t)
+	m, err := schema.NewMigrator(cfg, conn)
+	require.NoError(t, err)
+	_, err = m.Migrate(ctx)
+	require.NoError(t, err)
+
+	ts := time.Now().UTC().Truncate(time.Second)
+	day := time.Date(ts.Year(), ts.Month(), ts.Day(), 0, 0, 0, 0, time.UTC)
+	insert := func(table, columns string, values ...any) {
+		t.Helper()
+		batch, err := conn.PrepareBatch(ctx, "INSERT INTO "+cfg.Qualified(table)+" ("+columns+")")
+		require.NoError(t, err)
+		require.NoError(t, batch.Append(values...))
+		require.NoError(t, batch.Send())
+	}
+	insert(schema.Samples, "Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, TraceId, SpanId, SampleAttributes, K8sPodName",
+		ts, "t", "svc", "process_cpu:cpu:nanoseconds:cpu:nanoseconds", uint64(1)<<63+7, uint64(42), int64(-5),
+		"0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", map[string]string{"thread.name": "main"}, "pod-0")
+	insert(schema.Stacks, "TenantId, ServiceName, StackId, FrameIds, LastSeen", "t", "svc", uint64(1)<<63+7, []uint64{3, 2, 1}, day)
+	insert(schema.Frames, "TenantId, ServiceName, FrameId, FunctionName, SystemName, FileName, Line, Column, Inlined, MappingFile, BuildId, Address, FrameType, LastSeen",
+		"t", "svc", uint64(3), "main.work", "_ZN4main4workE", "main.go", uint32(42), uint32(7), true, "/bin/app", "abc123", uint64(0x401000), "go", day)
+	insert(schema.Series, "TenantId, ServiceName, SeriesId, ResourceAttributes, LastSeen", "t", "svc", uint64(42),
+		map[string]string{"k8s.pod.name": "pod-0", "service.namespace": "shop"}, day)
+
+	var (
+		gotTS    time.Time
+		attrs    map[string]string
+		value    int64
+		stackID  uint64
+		frames   []uint64
+		lastSeen time.Time
+		inlined  bool
+		line     uint32
+		resource map[string]string
+		ns       string
+		rolled   int64
+		applied  time.Time
+	)
+	require.NoError(t, conn.QueryRow(ctx, "SELECT Timestamp, SampleAttributes, Value, StackId FROM "+cfg.Qualified(schema.Samples)).
+		Scan(&gotTS, &attrs, &value, &stackID))
+	require.True(t, ts.Equal(gotTS))
+	require.Equal(t, map[string]string{"thread.name": "main"}, attrs)
+	require.Equal(t, int64(-5), value)
+	require.Equal(t, uint64(1)<<63+7, stackID)
+	require.NoError(t, conn.QueryRow(ctx, "SELECT FrameIds, LastSeen FROM "+cfg.Qualified(schema.Stacks)).Scan(&frames, &lastSeen))
+	require.Equal(t, []uint64{3, 2, 1}, frames)
+	require.True(t, day.Equal(lastSeen))
+	require.NoError(t, conn.QueryRow(ctx, "SELECT Inlined, Line FROM "+cfg.Qualified(schema.Frames)).Scan(&inlined, &line))
+	require.True(t, inlined)
+	require.Equal(t, uint32(42), line)
+	require.NoError(t, conn.QueryRow(ctx, "SELECT ResourceAttributes, ServiceNamespace FROM "+cfg.Qualified(schema.Series)).Scan(&resource, &ns))
+	require.Equal(t, "pod-0", resource["k8s.pod.name"])
+	require.Equal(t, "shop", ns)
+	require.NoError(t, conn.QueryRow(ctx, "SELECT Value FROM "+cfg.Qualified(schema.SamplesMinute)).Scan(&rolled))
+	require.Equal(t, int64(-5), rolled)
+	require.NoError(t, conn.QueryRow(ctx, "SELECT AppliedAt FROM "+cfg.Database+".otel_profile_schema_migrations").Scan(&applied))
+	require.WithinDuration(t, time.Now(), applied, time.Hour)
 }
