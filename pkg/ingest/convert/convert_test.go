@@ -113,11 +113,13 @@ func toGolden(t *testing.T, b *model.Batch) golden {
 		g.Series = append(g.Series, s.Attributes)
 	}
 	for _, s := range b.Samples {
-		stack := b.Stacks[model.StackKey{Tenant: s.Series.Tenant, Service: s.Series.Service, ID: s.StackID}]
+		sym := b.Symbols[model.ServiceKey{Tenant: s.Series.Tenant, Service: s.Series.Service}]
+		require.NotNil(t, sym, "every sample's service has symbols")
+		stack := sym.Stacks[s.StackID]
 		require.NotNil(t, stack, "every sample's stack is in the batch")
 		var labels []string
 		for _, id := range stack.FrameIDs {
-			f := b.Frames[model.FrameKey{Tenant: s.Series.Tenant, Service: s.Series.Service, ID: id}]
+			f := sym.Frames[id]
 			require.NotNil(t, f, "every frame of a stack is in the batch")
 			labels = append(labels, f.Label())
 		}
@@ -126,7 +128,13 @@ func toGolden(t *testing.T, b *model.Batch) golden {
 			TraceID: s.TraceID, SpanID: s.SpanID, Attributes: s.Attributes, Stack: labels,
 		})
 	}
-	for _, f := range b.Frames {
+	var frames []*model.Frame
+	for _, sym := range b.Symbols {
+		for _, f := range sym.Frames {
+			frames = append(frames, f)
+		}
+	}
+	for _, f := range frames {
 		gf := goldenFrame{
 			Label: f.Label(), Function: f.FunctionName, File: f.FileName, Mapping: f.MappingFile, BuildID: f.BuildID,
 			FrameType: f.FrameType, Line: f.Line, Column: f.Column, Inlined: f.Inlined,

@@ -88,13 +88,21 @@ func isZero(m proto.Message) bool {
 // converter resolves dictionary references for one request, each at most
 // once.
 type converter struct {
-	opts      Options
-	dict      *pb.ProfilesDictionary
-	strs      []string
-	attrs     map[int32]attribute
-	mappings  map[int32]mapping
-	locations map[int32]locationFrames
-	stacks    map[int32]*stackFrames
+	opts Options
+	dict *pb.ProfilesDictionary
+	strs []string
+	// Resolved table entries, by index (nil: not resolved yet).
+	attrs     []*attribute
+	mappings  []*mapping
+	locations []*locationFrames
+	stacks    []*stackFrames
+	// attrSets memoizes resolved attribute index lists.
+	attrSets map[string]*attributeSetResult
+}
+
+type attributeSetResult struct {
+	attrs map[string]string
+	err   error
 }
 
 type attribute struct {
@@ -123,9 +131,29 @@ type stackFrames struct {
 func newConverter(d *pb.ProfilesDictionary, opts Options) *converter {
 	return &converter{
 		opts: opts, dict: d, strs: d.GetStringTable(),
-		attrs: map[int32]attribute{}, mappings: map[int32]mapping{},
-		locations: map[int32]locationFrames{}, stacks: map[int32]*stackFrames{},
+		attrs:     make([]*attribute, len(d.GetAttributeTable())),
+		mappings:  make([]*mapping, len(d.GetMappingTable())),
+		locations: make([]*locationFrames, len(d.GetLocationTable())),
+		stacks:    make([]*stackFrames, len(d.GetStackTable())),
+		attrSets:  map[string]*attributeSetResult{},
 	}
+}
+
+// cached returns the memoized entry of a table, or nil (not resolved yet,
+// or an index that cannot be cached: 0 or out of range).
+func cached[T any](cache []*T, idx int32) *T {
+	if idx <= 0 || int(idx) >= len(cache) {
+		return nil
+	}
+	return cache[idx]
+}
+
+// store memoizes an entry when its index can be cached.
+func store[T any](cache []*T, idx int32, v *T) *T {
+	if idx > 0 && int(idx) < len(cache) {
+		cache[idx] = v
+	}
+	return v
 }
 
 // checkIndex validates an index into a table of n entries; 0 ("unset")
@@ -200,21 +228,20 @@ func jsonString(v any) string {
 
 // attribute resolves one attribute_table entry.
 func (c *converter) attribute(idx int32) (key, value string, err error) {
-	if a, ok := c.attrs[idx]; ok {
-		return a.key, a.value, a.err
+	a := cached(c.attrs, idx)
+	if a == nil {
+		a = store(c.attrs, idx, c.resolveAttribute(idx))
 	}
-	a := c.resolveAttribute(idx)
-	c.attrs[idx] = a
 	return a.key, a.value, a.err
 }
 
-func (c *converter) resolveAttribute(idx int32) attribute {
+func (c *converter) resolveAttribute(idx int32) *attribute {
 	table := c.dict.GetAttributeTable()
 	if err := checkIndex(idx, len(table), "attribute index", "attribute_table"); err != nil {
-		return attribute{err: err}
+		return &attribute{err: err}
 	}
 	if idx == 0 {
-		return attribute{}
+		return &attribute{}
 	}
 	kv := table[idx]
 	key, err := c.str(kv.GetKeyStrindex(), "key_strindex")
@@ -222,32 +249,60 @@ func (c *converter) resolveAttribute(idx int32) attribute {
 		_, err = c.str(kv.GetUnitStrindex(), "unit_strindex")
 	}
 	if err != nil {
-		return attribute{err: wrap(err, fmt.Sprintf("attribute_table[%d]", idx))}
+		return &attribute{err: wrap(err, fmt.Sprintf("attribute_table[%d]", idx))}
 	}
 	value, err := c.anyValue(kv.GetValue())
 	if err != nil {
-		return attribute{err: wrap(err, fmt.Sprintf("attribute_table[%d]", idx))}
+		return &attribute{err: wrap(err, fmt.Sprintf("attribute_table[%d]", idx))}
 	}
-	return attribute{key: key, value: value}
+	return &attribute{key: key, value: value}
 }
 
 // attributeSet resolves a list of attribute indices into a map; keys must
-// be unique within the list.
+// be unique within the list. Equal lists resolve once per request and share
+// their result, which callers must not modify.
 func (c *converter) attributeSet(indices []int32, where string) (map[string]string, error) {
-	if len(indices) == 0 {
-		return nil, nil
+	r := c.attributeSetOf(indices)
+	if r.err != nil {
+		return nil, wrap(r.err, where)
 	}
+	return r.attrs, nil
+}
+
+// attributeSetOf returns the memoized resolution of an index list; nil
+// for an empty list.
+func (c *converter) attributeSetOf(indices []int32) *attributeSetResult {
+	if len(indices) == 0 {
+		return emptyAttributeSet
+	}
+	var arr [64]byte
+	key := arr[:0]
+	for _, i := range indices {
+		key = append(key, byte(i), byte(i>>8), byte(i>>16), byte(i>>24))
+	}
+	if r, ok := c.attrSets[string(key)]; ok {
+		return r
+	}
+	attrs, err := c.resolveAttributeSet(indices)
+	r := &attributeSetResult{attrs: attrs, err: err}
+	c.attrSets[string(key)] = r
+	return r
+}
+
+var emptyAttributeSet = &attributeSetResult{}
+
+func (c *converter) resolveAttributeSet(indices []int32) (map[string]string, error) {
 	out := make(map[string]string, len(indices))
 	for _, idx := range indices {
 		key, value, err := c.attribute(idx)
 		if err != nil {
-			return nil, wrap(err, where)
+			return nil, err
 		}
 		if key == "" {
 			continue
 		}
 		if _, dup := out[key]; dup {
-			return nil, invalid(ReasonDuplicateAttribute, "%s: attribute key %q appears twice", where, key)
+			return nil, invalid(ReasonDuplicateAttribute, "attribute key %q appears twice", key)
 		}
 		out[key] = value
 	}
@@ -256,32 +311,32 @@ func (c *converter) attributeSet(indices []int32, where string) (map[string]stri
 
 // mapping resolves a mapping's file name and build id.
 func (c *converter) mapping(idx int32) (file, buildID string, err error) {
-	if m, ok := c.mappings[idx]; ok {
-		return m.file, m.buildID, m.err
+	m := cached(c.mappings, idx)
+	if m == nil {
+		m = store(c.mappings, idx, c.resolveMapping(idx))
 	}
-	m := c.resolveMapping(idx)
-	c.mappings[idx] = m
 	return m.file, m.buildID, m.err
 }
 
-func (c *converter) resolveMapping(idx int32) mapping {
+func (c *converter) resolveMapping(idx int32) *mapping {
 	table := c.dict.GetMappingTable()
 	if err := checkIndex(idx, len(table), "mapping_index", "mapping_table"); err != nil || idx == 0 {
-		return mapping{err: err}
+		return &mapping{err: err}
 	}
 	m := table[idx]
-	where := fmt.Sprintf("mapping_table[%d]", idx)
+	where := func() string { return fmt.Sprintf("mapping_table[%d]", idx) }
 	if m.GetMemoryStart() >= m.GetMemoryLimit() && (m.GetMemoryStart() != 0 || m.GetMemoryLimit() != 0) {
-		return mapping{err: invalid(ReasonInvalidMapping, "%s: memory_start %#x is not below memory_limit %#x", where, m.GetMemoryStart(), m.GetMemoryLimit())}
+		return &mapping{err: invalid(ReasonInvalidMapping, "%s: memory_start %#x is not below memory_limit %#x", where(), m.GetMemoryStart(), m.GetMemoryLimit())}
 	}
 	file, err := c.str(m.GetFilenameStrindex(), "filename_strindex")
 	if err != nil {
-		return mapping{err: wrap(err, where)}
+		return &mapping{err: wrap(err, where())}
 	}
-	attrs, err := c.attributeSet(m.GetAttributeIndices(), where)
-	if err != nil {
-		return mapping{err: err}
+	set := c.attributeSetOf(m.GetAttributeIndices())
+	if set.err != nil {
+		return &mapping{err: wrap(set.err, where())}
 	}
+	attrs := set.attrs
 	buildID := attrs[attrBuildIDGNU]
 	if buildID == "" {
 		buildID = attrs[attrBuildIDGo]
@@ -289,18 +344,18 @@ func (c *converter) resolveMapping(idx int32) mapping {
 	if buildID == "" {
 		buildID = attrs[attrBuildIDHTL]
 	}
-	return mapping{file: file, buildID: buildID}
+	return &mapping{file: file, buildID: buildID}
 }
 
 // location resolves a location into frames, outermost caller first: a
 // location with inlined calls has several lines, lines[0] the innermost.
 func (c *converter) location(idx int32) ([]*model.Frame, error) {
-	if l, ok := c.locations[idx]; ok {
-		return l.frames, l.err
+	l := cached(c.locations, idx)
+	if l == nil {
+		frames, err := c.resolveLocation(idx)
+		l = store(c.locations, idx, &locationFrames{frames: frames, err: err})
 	}
-	frames, err := c.resolveLocation(idx)
-	c.locations[idx] = locationFrames{frames: frames, err: err}
-	return frames, err
+	return l.frames, l.err
 }
 
 func (c *converter) resolveLocation(idx int32) ([]*model.Frame, error) {
@@ -312,15 +367,16 @@ func (c *converter) resolveLocation(idx int32) ([]*model.Frame, error) {
 		return nil, invalid(ReasonIndexOutOfRange, "stack refers to location 0, which means \"unset\"")
 	}
 	loc := table[idx]
-	where := fmt.Sprintf("location_table[%d]", idx)
+	where := func() string { return fmt.Sprintf("location_table[%d]", idx) }
 	file, buildID, err := c.mapping(loc.GetMappingIndex())
 	if err != nil {
-		return nil, wrap(err, where)
+		return nil, wrap(err, where())
 	}
-	attrs, err := c.attributeSet(loc.GetAttributeIndices(), where)
-	if err != nil {
-		return nil, err
+	set := c.attributeSetOf(loc.GetAttributeIndices())
+	if set.err != nil {
+		return nil, wrap(set.err, where())
 	}
+	attrs := set.attrs
 	base := model.Frame{MappingFile: file, BuildID: buildID, FrameType: attrs[attrFrameType]}
 	lines := loc.GetLines()
 	if len(lines) == 0 {
@@ -329,11 +385,14 @@ func (c *converter) resolveLocation(idx int32) ([]*model.Frame, error) {
 		f.ComputeID()
 		return []*model.Frame{&f}, nil
 	}
+	// One allocation for the frames, one for the pointers.
+	backing := make([]model.Frame, len(lines))
 	frames := make([]*model.Frame, len(lines))
 	for i, line := range lines {
-		f, err := c.lineFrame(base, line)
-		if err != nil {
-			return nil, wrap(err, fmt.Sprintf("%s.lines[%d]", where, i))
+		f := &backing[len(lines)-1-i]
+		*f = base
+		if err := c.lineFrame(f, line); err != nil {
+			return nil, wrap(err, fmt.Sprintf("%s.lines[%d]", where(), i))
 		}
 		f.Inlined = i < len(lines)-1
 		f.ComputeID()
@@ -342,36 +401,36 @@ func (c *converter) resolveLocation(idx int32) ([]*model.Frame, error) {
 	return frames, nil
 }
 
-func (c *converter) lineFrame(base model.Frame, line *pb.Line) (*model.Frame, error) {
+// lineFrame fills a frame from a line and its function.
+func (c *converter) lineFrame(f *model.Frame, line *pb.Line) error {
 	if line.GetLine() < 0 || line.GetColumn() < 0 {
-		return nil, invalid(ReasonInvalidLine, "line %d and column %d must not be negative", line.GetLine(), line.GetColumn())
+		return invalid(ReasonInvalidLine, "line %d and column %d must not be negative", line.GetLine(), line.GetColumn())
 	}
 	table := c.dict.GetFunctionTable()
 	idx := line.GetFunctionIndex()
 	if err := checkIndex(idx, len(table), "function_index", "function_table"); err != nil {
-		return nil, err
+		return err
 	}
-	f := base
 	f.Line = clampUint32(line.GetLine())
 	f.Column = clampUint32(line.GetColumn())
 	if idx == 0 {
-		return &f, nil
+		return nil
 	}
 	fn := table[idx]
 	if fn.GetStartLine() < 0 {
-		return nil, invalid(ReasonInvalidFunction, "function_table[%d]: start_line %d must not be negative", idx, fn.GetStartLine())
+		return invalid(ReasonInvalidFunction, "function_table[%d]: start_line %d must not be negative", idx, fn.GetStartLine())
 	}
 	var err error
 	if f.FunctionName, err = c.str(fn.GetNameStrindex(), "name_strindex"); err != nil {
-		return nil, wrap(err, fmt.Sprintf("function_table[%d]", idx))
+		return wrap(err, fmt.Sprintf("function_table[%d]", idx))
 	}
 	if f.SystemName, err = c.str(fn.GetSystemNameStrindex(), "system_name_strindex"); err != nil {
-		return nil, wrap(err, fmt.Sprintf("function_table[%d]", idx))
+		return wrap(err, fmt.Sprintf("function_table[%d]", idx))
 	}
 	if f.FileName, err = c.str(fn.GetFilenameStrindex(), "filename_strindex"); err != nil {
-		return nil, wrap(err, fmt.Sprintf("function_table[%d]", idx))
+		return wrap(err, fmt.Sprintf("function_table[%d]", idx))
 	}
-	return &f, nil
+	return nil
 }
 
 func clampUint32(v int64) uint32 {
@@ -390,11 +449,10 @@ var truncatedFrame = func() *model.Frame {
 
 // stack resolves a stack into frames, root first, and its id.
 func (c *converter) stack(idx int32) (*stackFrames, error) {
-	if s, ok := c.stacks[idx]; ok {
-		return s, s.err
+	s := cached(c.stacks, idx)
+	if s == nil {
+		s = store(c.stacks, idx, c.resolveStack(idx))
 	}
-	s := c.resolveStack(idx)
-	c.stacks[idx] = s
 	return s, s.err
 }
 
@@ -407,7 +465,7 @@ func (c *converter) resolveStack(idx int32) *stackFrames {
 	if idx > 0 {
 		locs = table[idx].GetLocationIndices()
 	}
-	s := &stackFrames{}
+	s := &stackFrames{frames: make([]*model.Frame, 0, len(locs)+len(locs)/4)}
 	// location_indices are leaf first; frames are stored root first.
 	for i := len(locs) - 1; i >= 0; i-- {
 		frames, err := c.location(locs[i])

@@ -34,12 +34,12 @@ func FuzzConvert(f *testing.F) {
 			t.Fatalf("accepted %d of %d", res.Accepted(), res.Profiles)
 		}
 		for _, s := range res.Batch.Samples {
-			stack := res.Batch.Stacks[model.StackKey{Tenant: s.Series.Tenant, Service: s.Series.Service, ID: s.StackID}]
-			if stack == nil {
+			sym := res.Batch.Symbols[model.ServiceKey{Tenant: s.Series.Tenant, Service: s.Series.Service}]
+			if sym == nil || sym.Stacks[s.StackID] == nil {
 				t.Fatalf("sample refers to a stack that is not in the batch")
 			}
-			for _, id := range stack.FrameIDs {
-				if res.Batch.Frames[model.FrameKey{Tenant: s.Series.Tenant, Service: s.Series.Service, ID: id}] == nil {
+			for _, id := range sym.Stacks[s.StackID].FrameIDs {
+				if sym.Frames[id] == nil {
 					t.Fatalf("stack refers to a frame that is not in the batch")
 				}
 			}

@@ -12,10 +12,10 @@ import (
 
 // sampleKey identifies one sample row within a profile.
 type sampleKey struct {
-	second  int64
-	stack   int32
-	link    int32
-	attrKey string
+	second int64
+	stack  int32
+	link   int32
+	attrs  *attributeSetResult
 }
 
 // profileRows are a profile's rows before they join the batch: a profile
@@ -24,10 +24,11 @@ type profileRows struct {
 	profileType string
 	keys        []sampleKey // first-seen order, for deterministic output
 	values      map[sampleKey]int64
-	attrs       map[string]map[string]string
-	stacks      map[int32]*stackFrames
-	links       map[int32][2]string
-	events      int64
+	// merged holds profile attributes merged with each sample attribute set.
+	merged map[*attributeSetResult]map[string]string
+	stacks map[int32]*stackFrames
+	links  map[int32][2]string
+	events int64
 }
 
 // profile validates and converts one profile of a series.
@@ -55,8 +56,8 @@ func (c *converter) profile(p *pb.Profile) (*profileRows, error) {
 		return nil, invalid(ReasonTimestampRange, "time_unix_nano %d is more than %s in the future", start, c.opts.MaxFutureSkew)
 	}
 	rows := &profileRows{
-		profileType: typeID, values: map[sampleKey]int64{}, attrs: map[string]map[string]string{},
-		stacks: map[int32]*stackFrames{}, links: map[int32][2]string{},
+		profileType: typeID, values: make(map[sampleKey]int64, len(p.GetSamples())),
+		merged: map[*attributeSetResult]map[string]string{}, stacks: map[int32]*stackFrames{}, links: map[int32][2]string{},
 	}
 	window := timeWindow{start: start, duration: p.GetDurationNano(), checked: p.GetTimeUnixNano() != 0 && p.GetDurationNano() != 0}
 	for si, s := range p.GetSamples() {
@@ -117,21 +118,18 @@ func (c *converter) sample(s *pb.Sample, rows *profileRows, profileAttrs map[str
 		}
 		rows.links[s.GetLinkIndex()] = [2]string{traceID, spanID}
 	}
-	attrKey, err := c.sampleAttributes(s, rows, profileAttrs)
-	if err != nil {
-		return err
+	attrs := c.attributeSetOf(s.GetAttributeIndices())
+	if attrs.err != nil {
+		return wrap(attrs.err, "attribute_indices")
+	}
+	if _, ok := rows.merged[attrs]; !ok {
+		rows.merged[attrs] = mergeAttributes(profileAttrs, attrs.attrs)
 	}
 	rows.stacks[s.GetStackIndex()] = stack
-	add := func(ts uint64, v int64) {
-		k := sampleKey{second: int64(ts / 1e9), stack: s.GetStackIndex(), link: s.GetLinkIndex(), attrKey: attrKey} //nolint:gosec // G115: nanoseconds / 1e9 fits
-		if _, seen := rows.values[k]; !seen {
-			rows.keys = append(rows.keys, k)
-		}
-		rows.values[k] += v * factor
-		rows.events++
-	}
+	k := sampleKey{stack: s.GetStackIndex(), link: s.GetLinkIndex(), attrs: attrs}
 	if len(stamps) == 0 {
-		add(w.start, values[0])
+		k.second = int64(w.start / 1e9) //nolint:gosec // G115: nanoseconds / 1e9 fits
+		rows.add(k, values[0]*factor)
 		return nil
 	}
 	for i, ts := range stamps {
@@ -142,56 +140,61 @@ func (c *converter) sample(s *pb.Sample, rows *profileRows, profileAttrs map[str
 		if len(values) > 0 {
 			v = values[i]
 		}
-		add(ts, v)
+		k.second = int64(ts / 1e9) //nolint:gosec // G115: nanoseconds / 1e9 fits
+		rows.add(k, v*factor)
 	}
 	return nil
 }
 
-// sampleAttributes merges profile and sample attributes (the sample wins)
-// and returns the key that groups equal sets.
-func (c *converter) sampleAttributes(s *pb.Sample, rows *profileRows, profileAttrs map[string]string) (string, error) {
-	own, err := c.attributeSet(s.GetAttributeIndices(), "attribute_indices")
-	if err != nil {
-		return "", err
+// add adds one event's value to its row.
+func (r *profileRows) add(k sampleKey, v int64) {
+	cur, seen := r.values[k]
+	if !seen {
+		r.keys = append(r.keys, k)
 	}
-	if len(own) == 0 && len(profileAttrs) == 0 {
-		return "", nil
+	r.values[k] = cur + v
+	r.events++
+}
+
+// mergeAttributes merges profile and sample attributes; the sample wins.
+func mergeAttributes(profile, sample map[string]string) map[string]string {
+	switch {
+	case len(profile) == 0:
+		return sample
+	case len(sample) == 0:
+		return profile
 	}
-	merged := own
-	if len(profileAttrs) > 0 {
-		merged = make(map[string]string, len(own)+len(profileAttrs))
-		for k, v := range profileAttrs {
-			merged[k] = v
-		}
-		for k, v := range own {
-			merged[k] = v
-		}
+	merged := make(map[string]string, len(profile)+len(sample))
+	for k, v := range profile {
+		merged[k] = v
 	}
-	key := model.AttributesKey(merged)
-	if _, ok := rows.attrs[key]; !ok {
-		rows.attrs[key] = merged
+	for k, v := range sample {
+		merged[k] = v
 	}
-	return key, nil
+	return merged
 }
 
 // addTo moves a profile's rows into the batch.
 func (r *profileRows) addTo(b *model.Batch, series *model.Series) {
+	if b.Samples == nil {
+		b.Samples = make([]model.Sample, 0, len(r.keys))
+	}
 	for _, k := range r.keys {
 		link := r.links[k.link]
 		stack := r.stacks[k.stack]
 		b.Samples = append(b.Samples, model.Sample{
 			Timestamp: k.second, ProfileType: r.profileType, StackID: stack.id, Series: series,
-			Value: r.values[k], TraceID: link[0], SpanID: link[1], Attributes: r.attrs[k.attrKey],
+			Value: r.values[k], TraceID: link[0], SpanID: link[1], Attributes: r.merged[k.attrs],
 		})
 	}
+	sym := b.ServiceSymbols(model.ServiceKey{Tenant: series.Tenant, Service: series.Service})
 	for _, s := range r.stacks {
-		key := model.StackKey{Tenant: series.Tenant, Service: series.Service, ID: s.id}
-		if _, ok := b.Stacks[key]; ok {
+		if _, ok := sym.Stacks[s.id]; ok {
 			continue
 		}
-		b.Stacks[key] = &model.Stack{ID: s.id, FrameIDs: s.ids}
+		sym.Stacks[s.id] = &model.Stack{ID: s.id, FrameIDs: s.ids}
 		for _, f := range s.frames {
-			b.Frames[model.FrameKey{Tenant: series.Tenant, Service: series.Service, ID: f.ID}] = f
+			sym.Frames[f.ID] = f
 		}
 	}
 	b.Events += r.events

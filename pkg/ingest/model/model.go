@@ -110,33 +110,28 @@ func (f *Frame) Label() string {
 
 // ComputeID sets the frame's id from every field that identifies it.
 func (f *Frame) ComputeID() {
-	h := xxhash.New()
-	writeField(h, f.FunctionName)
-	writeField(h, f.SystemName)
-	writeField(h, f.FileName)
-	writeField(h, f.MappingFile)
-	writeField(h, f.BuildID)
-	writeField(h, f.FrameType)
-	var b [21]byte
-	binary.LittleEndian.PutUint32(b[0:], f.Line)
-	binary.LittleEndian.PutUint32(b[4:], f.Column)
-	binary.LittleEndian.PutUint64(b[8:], f.Address)
-	if f.Inlined {
-		b[16] = 1
+	var arr [256]byte
+	b := arr[:0]
+	for _, s := range [...]string{f.FunctionName, f.SystemName, f.FileName, f.MappingFile, f.BuildID, f.FrameType} {
+		b = appendField(b, s)
 	}
-	_, _ = h.Write(b[:])
-	f.ID = h.Sum64()
+	b = binary.LittleEndian.AppendUint32(b, f.Line)
+	b = binary.LittleEndian.AppendUint32(b, f.Column)
+	b = binary.LittleEndian.AppendUint64(b, f.Address)
+	if f.Inlined {
+		b = append(b, 1)
+	}
+	f.ID = xxhash.Sum64(b)
 }
 
 // StackID hashes frame ids, root first.
 func StackID(frameIDs []uint64) uint64 {
-	h := xxhash.New()
-	var b [8]byte
+	var arr [512]byte
+	b := arr[:0]
 	for _, id := range frameIDs {
-		binary.LittleEndian.PutUint64(b[:], id)
-		_, _ = h.Write(b[:])
+		b = binary.LittleEndian.AppendUint64(b, id)
 	}
-	return h.Sum64()
+	return xxhash.Sum64(b)
 }
 
 // Stack is a deduplicated stack: frame ids, root first.
@@ -159,44 +154,55 @@ type Sample struct {
 	Attributes  map[string]string
 }
 
-// Batch is what one export request contributes to each table. Stacks,
-// frames and series are deduplicated within the batch.
+// ServiceKey names a tenant's service; stacks and frames are stored per service.
+type ServiceKey struct {
+	Tenant, Service string
+}
+
+// Symbols are the stacks and frames of one service, by id.
+type Symbols struct {
+	Stacks map[uint64]*Stack
+	Frames map[uint64]*Frame
+}
+
+// Batch is what one or more export requests contribute to each table.
+// Stacks, frames and series are deduplicated within the batch.
 type Batch struct {
 	Samples []Sample
 	Series  []*Series
-	Stacks  map[StackKey]*Stack
-	Frames  map[FrameKey]*Frame
+	Symbols map[ServiceKey]*Symbols
 	// Events counts the profiling events (sample timestamps or values)
 	// behind the sample rows.
 	Events int64
 }
 
-// StackKey identifies a stack within a tenant and service.
-type StackKey struct {
-	Tenant, Service string
-	ID              uint64
-}
-
-// FrameKey identifies a frame within a tenant and service.
-type FrameKey struct {
-	Tenant, Service string
-	ID              uint64
-}
-
 // NewBatch returns an empty batch.
 func NewBatch() *Batch {
-	return &Batch{Stacks: map[StackKey]*Stack{}, Frames: map[FrameKey]*Frame{}}
+	return &Batch{Symbols: map[ServiceKey]*Symbols{}}
+}
+
+// ServiceSymbols returns the symbols of a service, creating them.
+func (b *Batch) ServiceSymbols(k ServiceKey) *Symbols {
+	s, ok := b.Symbols[k]
+	if !ok {
+		s = &Symbols{Stacks: map[uint64]*Stack{}, Frames: map[uint64]*Frame{}}
+		b.Symbols[k] = s
+	}
+	return s
 }
 
 // Merge appends other's rows to b (ids are content hashes, so maps merge).
 func (b *Batch) Merge(other *Batch) {
 	b.Samples = append(b.Samples, other.Samples...)
 	b.Series = append(b.Series, other.Series...)
-	for k, v := range other.Stacks {
-		b.Stacks[k] = v
-	}
-	for k, v := range other.Frames {
-		b.Frames[k] = v
+	for k, sym := range other.Symbols {
+		mine := b.ServiceSymbols(k)
+		for id, st := range sym.Stacks {
+			mine.Stacks[id] = st
+		}
+		for id, f := range sym.Frames {
+			mine.Frames[id] = f
+		}
 	}
 	b.Events += other.Events
 }
@@ -208,6 +214,12 @@ func writeField(h *xxhash.Digest, s string) {
 	binary.LittleEndian.PutUint32(n[:], uint32(len(s))) //nolint:gosec // G115: strings are far below 4 GiB
 	_, _ = h.Write(n[:])
 	_, _ = h.WriteString(s)
+}
+
+// appendField appends a length-prefixed string.
+func appendField(b []byte, s string) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(s))) //nolint:gosec // G115: strings are far below 4 GiB
+	return append(b, s...)
 }
 
 // AttributesKey renders attributes canonically (sorted), for grouping.
