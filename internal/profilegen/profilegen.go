@@ -17,6 +17,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
@@ -73,11 +74,11 @@ const (
 )
 
 type genLocation struct {
-	kind     frameKind
-	fn, fn2  int // function indices (fn2: the inlined callee)
-	line     int64
-	address  uint64
-	mapping  int // 0: the executable, 1: libc, 2: libssl
+	kind    frameKind
+	fn, fn2 int // function indices (fn2: the inlined callee)
+	line    int64
+	address uint64
+	mapping int // 0: the executable, 1: libc, 2: libssl
 }
 
 // Generator produces reports for a workload.
@@ -107,7 +108,7 @@ func New(cfg Config) *Generator {
 	}
 	kernelStart := len(g.locations)
 	for len(g.locations) < cfg.Locations {
-		g.locations = append(g.locations, genLocation{kind: kindKernel, fn: g.rng.IntN(50), address: 0xffffffff81000000 + uint64(g.rng.IntN(1<<20))})
+		g.locations = append(g.locations, genLocation{kind: kindKernel, fn: g.rng.IntN(50), address: 0xffffffff81000000 + g.rng.Uint64N(1<<20)})
 	}
 	// Stacks share prefixes like real programs: each new stack extends a
 	// random earlier one (or starts at main) with more call sites.
@@ -137,11 +138,11 @@ func (g *Generator) location() genLocation {
 	fn := g.rng.IntN(len(g.functions))
 	switch r := g.rng.IntN(10); {
 	case r < 6:
-		return genLocation{kind: kindGo, fn: fn, line: int64(10 + g.rng.IntN(400)), address: 0x400000 + uint64(g.rng.IntN(1<<22))}
+		return genLocation{kind: kindGo, fn: fn, line: int64(10 + g.rng.IntN(400)), address: 0x400000 + g.rng.Uint64N(1<<22)}
 	case r < 8:
-		return genLocation{kind: kindInlined, fn: fn, fn2: g.rng.IntN(len(g.functions)), line: int64(10 + g.rng.IntN(400)), address: 0x400000 + uint64(g.rng.IntN(1<<22))}
+		return genLocation{kind: kindInlined, fn: fn, fn2: g.rng.IntN(len(g.functions)), line: int64(10 + g.rng.IntN(400)), address: 0x400000 + g.rng.Uint64N(1<<22)}
 	default:
-		return genLocation{kind: kindNative, mapping: 1 + g.rng.IntN(2), address: 0x7f0000000000 + uint64(g.rng.IntN(1<<21))}
+		return genLocation{kind: kindNative, mapping: 1 + g.rng.IntN(2), address: 0x7f0000000000 + g.rng.Uint64N(1<<21)}
 	}
 }
 
@@ -188,7 +189,7 @@ func (g *Generator) Report(start time.Time) *collectorpb.ExportProfilesServiceRe
 			"k8s.namespace.name", "prod", "k8s.pod.name", fmt.Sprintf("%s-%03d", g.cfg.Service, pod),
 			"k8s.node.name", fmt.Sprintf("node-%02d", pod%10), "k8s.container.name", g.cfg.Service,
 			"host.name", fmt.Sprintf("node-%02d", pod%10), "process.executable.name", g.cfg.Service,
-			"process.pid", fmt.Sprint(1000+pod),
+			"process.pid", strconv.Itoa(1000+pod),
 		)
 		sp := otlpbuild.Scope(rp, "go.opentelemetry.io/ebpf-profiler", "v0.0.202633")
 		profiles[pod] = &pb.Profile{
@@ -209,8 +210,8 @@ func (g *Generator) Report(start time.Time) *collectorpb.ExportProfilesServiceRe
 			TimestampsUnixNano: byKey[k],
 			AttributeIndices: []int32{
 				b.Attr("thread.name", fmt.Sprintf("worker-%d", k.thread%8)),
-				b.Attr("thread.id", fmt.Sprint(1000*k.pod+k.thread)),
-				b.Attr("cpu.logical_number", fmt.Sprint(k.cpu)),
+				b.Attr("thread.id", strconv.Itoa(1000*k.pod+k.thread)),
+				b.Attr("cpu.logical_number", strconv.Itoa(k.cpu)),
 			},
 		}
 		if k.traced {

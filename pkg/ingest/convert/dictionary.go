@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -278,7 +279,7 @@ func (c *converter) attributeSetOf(indices []int32) *attributeSetResult {
 	var arr [64]byte
 	key := arr[:0]
 	for _, i := range indices {
-		key = append(key, byte(i), byte(i>>8), byte(i>>16), byte(i>>24))
+		key = binary.LittleEndian.AppendUint32(key, uint32(i)) //nolint:gosec // G115: a bit-exact key
 	}
 	if r, ok := c.attrSets[string(key)]; ok {
 		return r
