@@ -40,7 +40,7 @@ ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{
 PARTITION BY toDate(Timestamp)
 ORDER BY (TenantId, ServiceName, ProfileType, toStartOfMinute(Timestamp), StackId, Timestamp)
 TTL Timestamp + toIntervalSecond(604800)
-SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1;
+SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1, non_replicated_deduplication_window = 1000;
 
 CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_samples` ON CLUSTER 'flamehouse' AS `otel`.`otel_profile_samples_local`
 ENGINE = Distributed('flamehouse', 'otel', 'otel_profile_samples_local', cityHash64(TenantId, ServiceName));

@@ -40,7 +40,7 @@ ENGINE = MergeTree
 PARTITION BY toDate(Timestamp)
 ORDER BY (TenantId, ServiceName, ProfileType, toStartOfMinute(Timestamp), StackId, Timestamp)
 TTL Timestamp + toIntervalSecond(259200)
-SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1;
+SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1, non_replicated_deduplication_window = 1000;
 
 CREATE TABLE IF NOT EXISTS `profiles`.`fh_profile_samples_1m`
 (

@@ -1,0 +1,62 @@
+package writer
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Kinds of metadata rows the cache remembers.
+const (
+	kindSeries byte = iota + 1
+	kindStack
+	kindFrame
+)
+
+// cacheKey hashes a metadata row's identity: kind, tenant, service, id.
+func cacheKey(kind byte, tenant, service string, id uint64) uint64 {
+	var arr [128]byte
+	b := append(arr[:0], kind)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(tenant))) //nolint:gosec // G115: short strings
+	b = append(b, tenant...)
+	b = append(b, service...)
+	b = binary.LittleEndian.AppendUint64(b, id)
+	return xxhash.Sum64(b)
+}
+
+// symbolCache remembers which metadata rows were written on which day
+// (days since 1970), so that each is written once per day it is seen. It
+// is bounded: when full it starts over, which only costs rewriting rows
+// that ReplacingMergeTree deduplicates anyway.
+type symbolCache struct {
+	mu   sync.Mutex
+	max  int
+	days map[uint64]int32
+}
+
+func newSymbolCache(size int) *symbolCache {
+	return &symbolCache{max: size, days: make(map[uint64]int32, min(size, 1<<16))}
+}
+
+func (c *symbolCache) has(key uint64, day int32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.days[key]
+	return ok && d == day
+}
+
+func (c *symbolCache) put(key uint64, day int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.days) >= c.max {
+		clear(c.days)
+	}
+	c.days[key] = day
+}
+
+func (c *symbolCache) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.days)
+}

@@ -1,0 +1,314 @@
+// Package writer batches converted profile rows from concurrent requests
+// and writes them to ClickHouse. A request is acknowledged only after its
+// rows are committed: Write returns when the insert that carried them
+// succeeded, or with an error the receiver maps to a retryable answer.
+//
+// Rows of many requests are combined up to MaxBatchSamples or for at most
+// FlushInterval, so that ClickHouse sees few, large inserts. Stacks, frames
+// and series are written once per day they are seen (a bounded in-memory
+// cache of written ids), sample rows in bulk. Failed inserts are retried
+// with backoff for as long as a waiting request's deadline allows. A
+// bounded queue gives backpressure: when it is full, Write fails fast with
+// ErrQueueFull instead of growing memory.
+package writer
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flamehouse/flamehouse/pkg/ingest/model"
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+// Config tunes batching and retries.
+type Config struct {
+	// FlushInterval is the longest a request waits for its rows to be
+	// combined with others before they are written. Default 500ms.
+	FlushInterval time.Duration `yaml:"flush_interval"`
+	// MaxBatchSamples starts a write as soon as this many sample rows wait.
+	// Default 100,000.
+	MaxBatchSamples int `yaml:"max_batch_samples"`
+	// MaxQueuedSamples bounds the sample rows accepted but not yet written;
+	// beyond it requests are refused as retryable. Default 2,000,000.
+	MaxQueuedSamples int `yaml:"max_queued_samples"`
+	// RetryInitial and RetryMax bound the backoff between write attempts.
+	RetryInitial time.Duration `yaml:"retry_initial"`
+	RetryMax     time.Duration `yaml:"retry_max"`
+	// SymbolCacheSize bounds the ids (stacks, frames, series) remembered as
+	// written today. Default 2,000,000.
+	SymbolCacheSize int `yaml:"symbol_cache_size"`
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		FlushInterval: 500 * time.Millisecond, MaxBatchSamples: 100_000, MaxQueuedSamples: 2_000_000,
+		RetryInitial: 100 * time.Millisecond, RetryMax: 5 * time.Second, SymbolCacheSize: 2_000_000,
+	}
+}
+
+// RegisterFlags binds the config to flags with the given prefix.
+func (c *Config) RegisterFlags(f *flag.FlagSet, prefix string) {
+	f.DurationVar(&c.FlushInterval, prefix+"flush-interval", c.FlushInterval, "longest wait before a request's rows are written")
+	f.IntVar(&c.MaxBatchSamples, prefix+"max-batch-samples", c.MaxBatchSamples, "sample rows that start a write")
+	f.IntVar(&c.MaxQueuedSamples, prefix+"max-queued-samples", c.MaxQueuedSamples, "sample rows waiting to be written before requests are refused")
+}
+
+// Validate reports every problem at once.
+func (c *Config) Validate() error {
+	var err error
+	if c.FlushInterval <= 0 {
+		err = errors.Join(err, errors.New("flush_interval must be positive"))
+	}
+	if c.MaxBatchSamples <= 0 || c.MaxQueuedSamples < c.MaxBatchSamples {
+		err = errors.Join(err, errors.New("max_batch_samples must be positive and max_queued_samples at least as large"))
+	}
+	if c.RetryInitial <= 0 || c.RetryMax < c.RetryInitial {
+		err = errors.Join(err, errors.New("retry_initial must be positive and retry_max at least as large"))
+	}
+	if c.SymbolCacheSize <= 0 {
+		err = errors.Join(err, errors.New("symbol_cache_size must be positive"))
+	}
+	return err
+}
+
+// Errors Write returns; both mean "retry later" to the sender.
+var (
+	// ErrQueueFull: more rows wait than MaxQueuedSamples allows.
+	ErrQueueFull = errors.New("the write queue is full; retry later")
+	// ErrClosed: the writer is shutting down.
+	ErrClosed = errors.New("the writer is shutting down; retry later")
+)
+
+// WriteError wraps the ClickHouse error that kept a request's rows from
+// being committed before its deadline.
+type WriteError struct{ Err error }
+
+func (e *WriteError) Error() string { return "rows not written: " + e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// pending is one request's rows waiting to be written.
+type pending struct {
+	ctx   context.Context
+	batch *model.Batch
+	done  chan error
+	added time.Time
+	// token names the group this request leads across write attempts.
+	token string
+}
+
+// Writer writes batches to ClickHouse.
+type Writer struct {
+	cfg     Config
+	tables  schema.Config
+	conn    clickhouse.Conn
+	log     *slog.Logger
+	metrics *metrics
+	cache   *symbolCache
+	in      chan *pending
+	// queued counts sample rows accepted and not yet answered.
+	mu      sync.Mutex
+	queued  int
+	closed  bool
+	stopped chan struct{}
+	now     func() time.Time
+}
+
+// New starts a writer. Close stops it after writing what it accepted.
+func New(cfg Config, tables schema.Config, conn clickhouse.Conn, log *slog.Logger, reg prometheus.Registerer) (*Writer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("writer config: %w", err)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{
+		cfg: cfg, tables: tables, conn: conn, log: log, metrics: m, cache: newSymbolCache(cfg.SymbolCacheSize),
+		in: make(chan *pending, 1024), stopped: make(chan struct{}), now: time.Now,
+	}
+	go w.loop()
+	return w, nil
+}
+
+// Write queues a batch and returns once its rows are committed, or with
+// ErrQueueFull, ErrClosed, a *WriteError or ctx's error.
+func (w *Writer) Write(ctx context.Context, b *model.Batch) error {
+	rows := len(b.Samples)
+	if rows == 0 && len(b.Series) == 0 {
+		return nil
+	}
+	w.mu.Lock()
+	switch {
+	case w.closed:
+		w.mu.Unlock()
+		return ErrClosed
+	case w.queued+rows > w.cfg.MaxQueuedSamples && w.queued > 0:
+		w.mu.Unlock()
+		w.metrics.refused.Inc()
+		return ErrQueueFull
+	}
+	w.queued += rows
+	w.metrics.queue.Set(float64(w.queued))
+	p := &pending{ctx: ctx, batch: b, done: make(chan error, 1), added: w.now()}
+	w.in <- p // under the lock, so that Close cannot close the channel in between
+	w.mu.Unlock()
+
+	select {
+	case err := <-p.done:
+		return err
+	case <-ctx.Done():
+		// The rows may still be written; the sender will retry, and a
+		// duplicate is better than a loss.
+		return ctx.Err()
+	}
+}
+
+// queuedRows reports the sample rows accepted and not yet answered.
+func (w *Writer) queuedRows() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.queued
+}
+
+// answer reports a write's outcome to its requests and frees queue space.
+func (w *Writer) answer(ps []*pending, err error) {
+	rows := 0
+	for _, p := range ps {
+		rows += len(p.batch.Samples)
+		p.done <- err
+	}
+	w.mu.Lock()
+	w.queued -= rows
+	w.metrics.queue.Set(float64(w.queued))
+	w.mu.Unlock()
+}
+
+// Close stops accepting batches, writes every accepted one and returns
+// when done or when ctx ends (requests then get ErrClosed).
+func (w *Writer) Close(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.in)
+	}
+	w.mu.Unlock()
+	select {
+	case <-w.stopped:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("writer did not drain: %w", ctx.Err())
+	}
+}
+
+// loop combines pending requests and writes them.
+func (w *Writer) loop() {
+	defer close(w.stopped)
+	ticker := time.NewTicker(max(w.cfg.FlushInterval/4, 10*time.Millisecond))
+	defer ticker.Stop()
+	var batch []*pending
+	rows := 0
+	flush := func() {
+		if len(batch) > 0 {
+			w.flush(batch)
+		}
+		batch, rows = nil, 0
+	}
+	for {
+		select {
+		case p, ok := <-w.in:
+			if !ok {
+				flush()
+				return
+			}
+			batch = append(batch, p)
+			rows += len(p.batch.Samples)
+			if rows >= w.cfg.MaxBatchSamples {
+				flush()
+			}
+		case <-ticker.C:
+			if len(batch) > 0 && w.now().Sub(batch[0].added) >= w.cfg.FlushInterval {
+				flush()
+			}
+		}
+	}
+}
+
+// flush writes a group of requests, retrying while any of them may wait.
+func (w *Writer) flush(ps []*pending) {
+	backoff := w.cfg.RetryInitial
+	var drainDeadline time.Time
+	for attempt := 1; ; attempt++ {
+		ps = w.dropExpired(ps)
+		if len(ps) == 0 {
+			return
+		}
+		start := w.now()
+		err := w.write(ps)
+		w.metrics.writeSeconds.Observe(w.now().Sub(start).Seconds())
+		if err == nil {
+			w.answer(ps, nil)
+			return
+		}
+		w.metrics.writeErrors.Inc()
+		w.log.Warn("write to clickhouse failed; retrying", "attempt", attempt, "requests", len(ps), "error", err)
+		deadline, ok := latestDeadline(ps)
+		if !ok && w.stopping() {
+			// Draining with requests that have no deadline: a few more tries.
+			if drainDeadline.IsZero() {
+				drainDeadline = w.now().Add(3 * w.cfg.RetryMax)
+			}
+			deadline, ok = drainDeadline, true
+		}
+		if ok && w.now().Add(backoff).After(deadline) {
+			w.answer(ps, &WriteError{Err: err})
+			return
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, w.cfg.RetryMax)
+	}
+}
+
+func (w *Writer) stopping() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
+}
+
+// dropExpired answers requests whose sender gave up, so that their rows
+// are not written behind their back.
+func (w *Writer) dropExpired(ps []*pending) []*pending {
+	live := ps[:0:0]
+	for _, p := range ps {
+		if err := p.ctx.Err(); err != nil {
+			w.answer([]*pending{p}, err)
+			continue
+		}
+		live = append(live, p)
+	}
+	return live
+}
+
+// latestDeadline is the latest deadline among requests; ok is false when
+// one of them has none (it waits as long as it takes).
+func latestDeadline(ps []*pending) (time.Time, bool) {
+	var latest time.Time
+	for _, p := range ps {
+		d, ok := p.ctx.Deadline()
+		if !ok {
+			return time.Time{}, false
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return latest, true
+}

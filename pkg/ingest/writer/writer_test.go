@@ -1,0 +1,320 @@
+package writer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
+	"github.com/flamehouse/flamehouse/pkg/ingest/model"
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+func TestMain(m *testing.M) { chtest.Main(m) }
+
+var start = time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+
+// migrated creates a fresh Flamehouse database for one test.
+func migrated(t *testing.T, conn clickhouse.Conn) schema.Config {
+	t.Helper()
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	cfg := schema.DefaultConfig()
+	cfg.Database = "writer_" + hex.EncodeToString(b[:])
+	cfg.Retention = schema.Retention{} // keep the fixed 2026 timestamps
+	m, err := schema.NewMigrator(cfg, conn)
+	require.NoError(t, err)
+	_, err = m.Migrate(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+cfg.Database) })
+	return cfg
+}
+
+// report converts one generated report into a batch.
+func report(t testing.TB, seed uint64, eventsPerSecond int) (*model.Batch, int64) {
+	t.Helper()
+	cfg := profilegen.DefaultConfig()
+	cfg.Seed, cfg.Stacks, cfg.Pods, cfg.SamplesPerSecond = seed, 2000, 10, eventsPerSecond
+	req := profilegen.New(cfg).Report(start)
+	opts := convert.DefaultOptions("acme")
+	opts.Now = func() time.Time { return start.Add(time.Minute) }
+	res, err := convert.Convert(req, opts)
+	require.NoError(t, err)
+	require.Empty(t, res.Rejected)
+	var total int64
+	for _, s := range res.Batch.Samples {
+		total += s.Value
+	}
+	return res.Batch, total
+}
+
+func newWriter(t *testing.T, conn clickhouse.Conn, tables schema.Config, change func(*Config)) *Writer {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.FlushInterval = 50 * time.Millisecond
+	if change != nil {
+		change(&cfg)
+	}
+	w, err := New(cfg, tables, conn, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close(context.Background()) })
+	return w
+}
+
+func sum(t *testing.T, conn clickhouse.Conn, tables schema.Config) (int64, uint64) {
+	t.Helper()
+	var total int64
+	var rows uint64
+	require.NoError(t, conn.QueryRow(context.Background(), "SELECT sum(Value), count() FROM "+tables.Qualified(schema.Samples)).Scan(&total, &rows))
+	return total, rows
+}
+
+func TestWriteCommitsEveryTable(t *testing.T) {
+	conn := chtest.Get(t).Open(t)
+	tables := migrated(t, conn)
+	w := newWriter(t, conn, tables, nil)
+	batch, total := report(t, 1, 400)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, w.Write(ctx, batch))
+
+	// Acknowledged means committed: the rows are there right away.
+	got, rows := sum(t, conn, tables)
+	require.Equal(t, total, got)
+	require.Equal(t, uint64(len(batch.Samples)), rows)
+
+	// Every sample's stack resolves to frames, every frame exists.
+	var missingStacks, missingFrames, missingSeries uint64
+	q := func(sql string, dst *uint64) {
+		require.NoError(t, conn.QueryRow(context.Background(), sql).Scan(dst))
+	}
+	q("SELECT count() FROM "+tables.Qualified(schema.Samples)+" WHERE StackId NOT IN (SELECT StackId FROM "+tables.Qualified(schema.Stacks)+")", &missingStacks)
+	q("SELECT count() FROM (SELECT arrayJoin(FrameIds) AS f FROM "+tables.Qualified(schema.Stacks)+") WHERE f NOT IN (SELECT FrameId FROM "+tables.Qualified(schema.Frames)+")", &missingFrames)
+	q("SELECT count() FROM "+tables.Qualified(schema.Samples)+" WHERE SeriesId NOT IN (SELECT SeriesId FROM "+tables.Qualified(schema.Series)+")", &missingSeries)
+	require.Zero(t, missingStacks)
+	require.Zero(t, missingFrames)
+	require.Zero(t, missingSeries)
+
+	var pod string
+	q2 := "SELECT any(K8sPodName) FROM " + tables.Qualified(schema.Samples)
+	require.NoError(t, conn.QueryRow(context.Background(), q2).Scan(&pod))
+	require.Contains(t, pod, "checkout-")
+}
+
+func TestWriteCombinesConcurrentRequestsAndWritesSymbolsOnce(t *testing.T) {
+	conn := chtest.Get(t).Open(t)
+	tables := migrated(t, conn)
+	w := newWriter(t, conn, tables, func(c *Config) { c.FlushInterval = 300 * time.Millisecond })
+	const requests = 12
+	var want int64
+	batches := make([]*model.Batch, requests)
+	for i := range batches {
+		var total int64
+		batches[i], total = report(t, uint64(i%3+1), 100) // only three distinct reports: symbols repeat
+		want += total
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, requests)
+	for _, b := range batches {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			errs <- w.Write(ctx, b)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	got, _ := sum(t, conn, tables)
+	require.Equal(t, want, got)
+
+	var frames, distinctFrames, parts uint64
+	require.NoError(t, conn.QueryRow(context.Background(), "SELECT count(), uniqExact(FrameId) FROM "+tables.Qualified(schema.Frames)).Scan(&frames, &distinctFrames))
+	require.Equal(t, distinctFrames, frames, "each frame row is written once, not once per request")
+	require.NoError(t, conn.QueryRow(context.Background(), "SELECT count() FROM system.parts WHERE database = ? AND table = ?",
+		tables.Database, tables.Name(schema.Samples)).Scan(&parts))
+	require.Less(t, parts, uint64(requests), "requests were combined into fewer inserts")
+}
+
+func TestWriteRefusesWhenQueueIsFull(t *testing.T) {
+	conn := unreachable(t)
+	tables := schema.DefaultConfig()
+	w := newWriter(t, conn, tables, func(c *Config) {
+		c.MaxBatchSamples, c.MaxQueuedSamples = 10, 10
+		c.RetryInitial, c.RetryMax = 20*time.Millisecond, 50*time.Millisecond
+	})
+	first, _ := report(t, 1, 10)
+	require.Greater(t, len(first.Samples), 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Write(ctx, first) }()
+	require.Eventually(t, func() bool { return w.queuedRows() > 0 }, 5*time.Second, 5*time.Millisecond)
+	second, _ := report(t, 2, 10)
+	require.ErrorIs(t, w.Write(context.Background(), second), ErrQueueFull)
+
+	err := <-done
+	var we *WriteError
+	require.ErrorAs(t, err, &we, "ClickHouse unreachable: a retryable write error once the deadline nears, got %v", err)
+	require.Zero(t, w.queuedRows(), "queue space is returned")
+}
+
+func TestWriteRetriesUntilClickHouseIsBack(t *testing.T) {
+	srv := chtest.Get(t)
+	direct := srv.Open(t)
+	tables := migrated(t, direct)
+	proxy := newToggleProxy(t, srv.Addr)
+	proxy.setUp(false)
+	conn := srv.Open(t, func(o *clickhouse.Options) { o.Addr = []string{proxy.addr()}; o.DialTimeout = time.Second })
+	w := newWriter(t, conn, tables, func(c *Config) { c.RetryInitial, c.RetryMax = 50*time.Millisecond, 200*time.Millisecond })
+	batch, total := report(t, 3, 200)
+
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		done <- w.Write(ctx, batch)
+	}()
+	time.Sleep(700 * time.Millisecond) // a few failed attempts
+	select {
+	case err := <-done:
+		t.Fatalf("acknowledged while ClickHouse was down: %v", err)
+	default:
+	}
+	proxy.setUp(true)
+	require.NoError(t, <-done)
+	got, _ := sum(t, direct, tables)
+	require.Equal(t, total, got, "written exactly once after the outage")
+}
+
+func TestCloseDrainsAcceptedRequests(t *testing.T) {
+	conn := chtest.Get(t).Open(t)
+	tables := migrated(t, conn)
+	w, err := New(func() Config { c := DefaultConfig(); c.FlushInterval = 2 * time.Second; return c }(), tables, conn,
+		slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	require.NoError(t, err)
+	var want atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 5 {
+		b, total := report(t, uint64(10+i), 50)
+		want.Add(total)
+		wg.Go(func() { require.NoError(t, w.Write(context.Background(), b)) })
+	}
+	require.Eventually(t, func() bool { return w.queuedRows() > 0 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, w.Close(context.Background()), "Close writes what was accepted, without waiting for the flush interval")
+	wg.Wait()
+	got, _ := sum(t, conn, tables)
+	require.Equal(t, want.Load(), got)
+	require.NoError(t, w.Write(context.Background(), model.NewBatch()), "an empty batch needs no writer")
+	b, _ := report(t, 99, 10)
+	require.ErrorIs(t, w.Write(context.Background(), b), ErrClosed)
+}
+
+func TestDeduplicationTokenMakesRetriesIdempotent(t *testing.T) {
+	conn := chtest.Get(t).Open(t)
+	tables := migrated(t, conn)
+	w := newWriter(t, conn, tables, nil)
+	b, total := report(t, 4, 50)
+	p := &pending{ctx: context.Background(), batch: b, done: make(chan error, 1)}
+	ctx := context.Background()
+	_, err := w.insertSamples(ctx, []*pending{p})
+	require.NoError(t, err)
+	_, err = w.insertSamples(ctx, []*pending{p}) // the same group again, as after an ambiguous failure
+	require.NoError(t, err)
+	got, _ := sum(t, conn, tables)
+	require.Equal(t, total, got, "the repeated insert was deduplicated")
+}
+
+func TestConfigValidate(t *testing.T) {
+	c := DefaultConfig()
+	require.NoError(t, c.Validate())
+	c.FlushInterval, c.MaxBatchSamples, c.MaxQueuedSamples, c.RetryMax, c.SymbolCacheSize = 0, 10, 5, 0, 0
+	err := c.Validate()
+	require.ErrorContains(t, err, "flush_interval")
+	require.ErrorContains(t, err, "max_queued_samples")
+	require.ErrorContains(t, err, "retry_max")
+	require.ErrorContains(t, err, "symbol_cache_size")
+}
+
+func TestSymbolCacheIsBounded(t *testing.T) {
+	c := newSymbolCache(3)
+	for i := range 5 {
+		c.put(uint64(i), 1)
+	}
+	require.LessOrEqual(t, c.size(), 3)
+	require.True(t, c.has(4, 1))
+	require.False(t, c.has(4, 2), "a new day writes again")
+}
+
+// unreachable returns a connection to a port where nothing listens.
+func unreachable(t *testing.T) clickhouse.Conn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	conn, err := clickhouse.Open(&clickhouse.Options{Protocol: clickhouse.HTTP, Addr: []string{addr}, DialTimeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// toggleProxy forwards TCP to ClickHouse while up and refuses while down.
+type toggleProxy struct {
+	ln     net.Listener
+	target string
+	up     atomic.Bool
+}
+
+func newToggleProxy(t *testing.T, target string) *toggleProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &toggleProxy{ln: ln, target: target}
+	p.up.Store(true)
+	go p.serve()
+	t.Cleanup(func() { _ = ln.Close() })
+	return p
+}
+
+func (p *toggleProxy) addr() string  { return p.ln.Addr().String() }
+func (p *toggleProxy) setUp(up bool) { p.up.Store(up) }
+
+func (p *toggleProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		if !p.up.Load() {
+			_ = c.Close()
+			continue
+		}
+		go func() {
+			defer func() { _ = c.Close() }()
+			upstream, err := net.Dial("tcp", p.target)
+			if err != nil {
+				return
+			}
+			defer func() { _ = upstream.Close() }()
+			go func() { _, _ = io.Copy(upstream, c) }()
+			_, _ = io.Copy(c, upstream)
+		}()
+	}
+}
