@@ -1,0 +1,163 @@
+package receiver
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// ProfilesPath is the OTLP/HTTP path for profiles.
+const ProfilesPath = "/v1development/profiles"
+
+const (
+	contentProtobuf = "application/x-protobuf"
+	contentJSON     = "application/json"
+)
+
+// handleHTTP serves POST /v1development/profiles.
+func (r *Receiver) handleHTTP(w http.ResponseWriter, req *http.Request) {
+	contentType := contentProtobuf
+	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err == nil {
+		contentType = mt
+	}
+	if contentType != contentProtobuf && contentType != contentJSON {
+		r.writeHTTPError(w, contentProtobuf, &exportError{
+			http: http.StatusUnsupportedMediaType, reason: "content_type",
+			msg: fmt.Sprintf("unsupported Content-Type %q: send %s or %s", req.Header.Get("Content-Type"), contentProtobuf, contentJSON),
+		}, "http")
+		return
+	}
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		r.writeHTTPError(w, contentType, &exportError{http: http.StatusMethodNotAllowed, reason: "method", msg: "use POST"}, "http")
+		return
+	}
+	resp, eerr := r.exportHTTP(req, contentType)
+	if eerr != nil {
+		r.writeHTTPError(w, contentType, eerr, "http")
+		return
+	}
+	r.metrics.requests.WithLabelValues("http", "ok").Inc()
+	writeMessage(w, contentType, http.StatusOK, resp)
+}
+
+func (r *Receiver) exportHTTP(req *http.Request, contentType string) (*collectorpb.ExportProfilesServiceResponse, *exportError) {
+	if eerr := checkVersion(req.Header.Values(versionHeader)); eerr != nil {
+		return nil, eerr
+	}
+	tenant, err := r.cfg.authenticate(req.Header.Get("Authorization"))
+	if err != nil {
+		return nil, &exportError{http: http.StatusUnauthorized, reason: "unauthenticated", msg: err.Error()}
+	}
+	body, eerr := readBody(req, r.cfg.requestLimit(tenant))
+	if eerr != nil {
+		return nil, eerr
+	}
+	r.metrics.requestBytes.Observe(float64(len(body)))
+	var msg collectorpb.ExportProfilesServiceRequest
+	if contentType == contentJSON {
+		err = unmarshalJSON(body, &msg)
+	} else {
+		err = proto.Unmarshal(body, &msg)
+	}
+	if err != nil {
+		return nil, badRequest("decode", "cannot decode the %s body as an ExportProfilesServiceRequest: %v", contentType, err)
+	}
+	ctx, cancel := contextWithTimeout(req.Context(), r.cfg.RequestTimeout)
+	defer cancel()
+	return r.export(ctx, tenant, &msg)
+}
+
+// readBody reads a possibly gzip-compressed body within limit bytes,
+// before and after decompression.
+func readBody(req *http.Request, limit int) ([]byte, *exportError) {
+	var in io.Reader = req.Body
+	switch enc := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip":
+		raw, eerr := readLimited(in, limit)
+		if eerr != nil {
+			return nil, eerr
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, badRequest("decode", "invalid gzip body: %v", err)
+		}
+		in = zr
+	default:
+		return nil, &exportError{
+			http: http.StatusUnsupportedMediaType, reason: "content_encoding",
+			msg: fmt.Sprintf("unsupported Content-Encoding %q: send gzip or none", enc),
+		}
+	}
+	return readLimited(in, limit)
+}
+
+func readLimited(r io.Reader, limit int) ([]byte, *exportError) {
+	body, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, badRequest("decode", "reading the request body: %v", err)
+	}
+	if len(body) > limit {
+		return nil, &exportError{
+			http: http.StatusRequestEntityTooLarge, reason: "too_large",
+			msg: fmt.Sprintf("the request is larger than %d bytes; send smaller batches", limit),
+		}
+	}
+	return body, nil
+}
+
+// writeHTTPError answers with the status and a google.rpc.Status body in
+// the request's content type, as OTLP/HTTP requires.
+func (r *Receiver) writeHTTPError(w http.ResponseWriter, contentType string, e *exportError, protocol string) {
+	r.metrics.requests.WithLabelValues(protocol, e.reason).Inc()
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfterHeader(e.retryAfter))
+	}
+	code := e.grpc
+	if code == 0 {
+		code = grpcCodeForHTTP(e.http)
+	}
+	writeMessage(w, contentType, e.http, &spb.Status{Code: int32(code), Message: e.msg}) //nolint:gosec // G115: gRPC codes are small
+}
+
+func writeMessage(w http.ResponseWriter, contentType string, status int, m proto.Message) {
+	var body []byte
+	var err error
+	if contentType == contentJSON {
+		body, err = protojson.Marshal(m)
+	} else {
+		body, err = proto.Marshal(m)
+	}
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(err.Error())
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	_, _ = w.Write(body) //nolint:gosec // G705: a protobuf or JSON message, never HTML
+}
+
+// unmarshalJSON decodes OTLP/JSON, whose trace, span and profile ids are
+// hex strings where protojson expects base64.
+func unmarshalJSON(body []byte, msg *collectorpb.ExportProfilesServiceRequest) error {
+	fixed, err := hexIDsToBase64(body)
+	if err != nil {
+		return err
+	}
+	if err := protojson.Unmarshal(fixed, msg); err != nil {
+		return fmt.Errorf("%w (an unknown field may come from an older schema version)", err)
+	}
+	return nil
+}
+
+var errNotObject = errors.New("the body is not a JSON object")
