@@ -25,7 +25,7 @@ func BenchmarkStartEmbedded(b *testing.B) {
 		cfg.Embedded.DataDir = b.TempDir()
 		cfg.Embedded.ListenAddress = "127.0.0.1:0"
 		t0 := time.Now()
-		svc, err := Start(ctx, cfg, slog.New(slog.DiscardHandler))
+		svc, err := Start(ctx, cfg, slog.New(slog.DiscardHandler), SchemaOnly)
 		require.NoError(b, err)
 		start += time.Since(t0)
 		connect += svc.engine.ConnectDuration

@@ -26,7 +26,7 @@ type command struct {
 }
 
 var commands = []command{
-	{"run", "start the main job: ClickHouse (embedded unless clickhouse.address is set) with the schema applied", runCommand},
+	{"run", "start the main job: ClickHouse (embedded unless clickhouse.address is set) with the schema, and the OTLP ingest endpoints", runCommand},
 	{"migrate", "apply the schema migrations and retention, then exit", migrateCommand},
 	{"ddl", "print the DDL the schema migrations run, for review (honours schema.cluster)", ddlCommand},
 	{"config", "print the effective configuration as YAML (secrets redacted)", configCommand},
@@ -96,7 +96,7 @@ func runCommand(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	log := cfg.newLogger()
-	svc, err := Start(ctx, cfg, log)
+	svc, err := Start(ctx, cfg, log, Everything)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func migrateCommand(ctx context.Context, args []string, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	svc, err := Start(ctx, cfg, cfg.newLogger())
+	svc, err := Start(ctx, cfg, cfg.newLogger(), SchemaOnly)
 	if err != nil {
 		return err
 	}

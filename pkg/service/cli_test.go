@@ -28,7 +28,11 @@ func TestRunCommandServesTheSchema(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- runCommand(ctx, []string{"-embedded.data-dir", dataDir, "-embedded.listen-address", "127.0.0.1:0", "-log.level", "warn"}, pw)
+		done <- runCommand(ctx, []string{
+			"-embedded.data-dir", dataDir, "-embedded.listen-address", "127.0.0.1:0", "-log.level", "warn",
+			"-ingest.grpc-listen-address", "127.0.0.1:0", "-ingest.http-listen-address", "127.0.0.1:0",
+			"-selfprofile.interval", "1s", "-selfprofile.cpu-duration", "300ms",
+		}, pw)
 		_ = pw.Close()
 	}()
 
@@ -58,6 +62,20 @@ func TestRunCommandServesTheSchema(t *testing.T) {
 	for _, table := range []string{"otel_profile_samples", "otel_profile_stacks", "otel_profile_frames", "otel_profile_series", "otel_profile_samples_1h"} {
 		require.Contains(t, string(body), table+"\n")
 	}
+	require.Contains(t, printed.String(), "OTLP profiles: gRPC 127.0.0.1:")
+
+	// The main job profiles itself through its own OTLP endpoint: real
+	// flame graph data shows up without any other sender.
+	query := base + "/?query=" + url.QueryEscape("SELECT uniqExact(ProfileType) FROM otel.otel_profile_samples WHERE ServiceName = 'flamehouse'")
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(query)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.TrimSpace(string(b)) >= "2" // CPU time and heap types
+	}, 45*time.Second, 500*time.Millisecond, "self-profiling data arrives")
 
 	cancel()
 	select {

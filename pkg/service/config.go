@@ -1,7 +1,7 @@
 // Package service is the flamehouse binary: its configuration (YAML file
 // plus flags), its subcommands and the main job that runs the embedded
-// ClickHouse engine (or connects to an external server) and keeps the
-// schema migrated.
+// ClickHouse engine (or connects to an external server), keeps the schema
+// migrated and serves the OTLP profiles ingest endpoints.
 package service
 
 import (
@@ -18,7 +18,9 @@ import (
 
 	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
+	"github.com/flamehouse/flamehouse/pkg/ingest"
 	"github.com/flamehouse/flamehouse/pkg/schema"
+	"github.com/flamehouse/flamehouse/pkg/selfprofile"
 )
 
 // Config is the whole configuration of the flamehouse binary.
@@ -34,6 +36,11 @@ type Config struct {
 	Embedded chembed.Config `yaml:"embedded"`
 	// Schema says where the tables live and how long data is kept.
 	Schema schema.Config `yaml:"schema"`
+	// Ingest is the OTLP profiles ingest service.
+	Ingest ingest.Config `yaml:"ingest"`
+	// SelfProfile sends this process's own profiles through the ingest
+	// path, so that a fresh installation has data to look at.
+	SelfProfile selfprofile.Config `yaml:"selfprofile"`
 }
 
 // DefaultDataDir is where the embedded engine keeps its tables by default,
@@ -45,11 +52,13 @@ func DefaultConfig() Config {
 	emb := chembed.DefaultConfig()
 	emb.DataDir = DefaultDataDir
 	return Config{
-		LogLevel:   "info",
-		LogFormat:  "text",
-		ClickHouse: chclient.DefaultConfig(),
-		Embedded:   emb,
-		Schema:     schema.DefaultConfig(),
+		LogLevel:    "info",
+		LogFormat:   "text",
+		ClickHouse:  chclient.DefaultConfig(),
+		Embedded:    emb,
+		Schema:      schema.DefaultConfig(),
+		Ingest:      ingest.DefaultConfig(),
+		SelfProfile: selfprofile.DefaultConfig(),
 	}
 }
 
@@ -61,6 +70,8 @@ func (c *Config) RegisterFlags(f *flag.FlagSet) {
 	c.ClickHouse.RegisterFlags(f, "clickhouse.")
 	c.Embedded.RegisterFlags(f, "embedded.")
 	c.Schema.RegisterFlags(f, "schema.")
+	c.Ingest.RegisterFlags(f, "ingest.")
+	c.SelfProfile.RegisterFlags(f, "selfprofile.")
 }
 
 // UsesEmbedded reports whether the service runs the embedded engine.
@@ -86,6 +97,12 @@ func (c *Config) Validate() error {
 	}
 	if e := c.Schema.Validate(); e != nil {
 		err = errors.Join(err, prefixed("schema", e))
+	}
+	if e := c.Ingest.Validate(); e != nil {
+		err = errors.Join(err, prefixed("ingest", e))
+	}
+	if c.SelfProfile.Enabled && (c.SelfProfile.Interval <= 0 || c.SelfProfile.CPUDuration <= 0 || c.SelfProfile.CPUDuration >= c.SelfProfile.Interval) {
+		err = errors.Join(err, errors.New("selfprofile: interval and cpu_duration must be positive, cpu_duration shorter than interval"))
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -11,10 +12,16 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/grafana/dskit/services"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
+	"github.com/flamehouse/flamehouse/pkg/ingest"
+	"github.com/flamehouse/flamehouse/pkg/ingest/receiver"
 	"github.com/flamehouse/flamehouse/pkg/schema"
+	"github.com/flamehouse/flamehouse/pkg/selfprofile"
 )
 
 // Service is a running Flamehouse: the ClickHouse it writes to and, in the
@@ -28,13 +35,29 @@ type Service struct {
 	httpAddr string
 	conn     clickhouse.Conn
 	serveErr chan error
+	ingester *ingest.Ingester
+	// stopProfiling ends self-profiling; profilingDone closes when it has.
+	stopProfiling context.CancelFunc
+	profilingDone chan struct{}
 	// Migration is what the schema migration did at start.
 	Migration schema.Report
 }
 
+// Part selects what Start runs besides ClickHouse and the schema.
+type Part int
+
+// Parts of the service.
+const (
+	// SchemaOnly runs ClickHouse and migrates (the migrate command).
+	SchemaOnly Part = iota
+	// Everything adds the ingest endpoints and self-profiling (the run command).
+	Everything
+)
+
 // Start brings up ClickHouse, the embedded engine or a connection to the
-// external server, and migrates the schema. Stop undoes it.
-func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
+// external server, migrates the schema and, for Everything, starts the
+// ingest endpoints and self-profiling. Stop undoes it in reverse.
+func Start(ctx context.Context, cfg Config, log *slog.Logger, part Part) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -71,7 +94,57 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) 
 	}
 	log.Info("schema ready", "database", cfg.Schema.Database, "version", s.Migration.Version,
 		"applied", s.Migration.Applied, "retention_changed", s.Migration.RetentionChanged)
+	if part == Everything && cfg.Ingest.Enabled {
+		if err := s.startIngest(ctx); err != nil {
+			_ = s.Stop(ctx)
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// startIngest starts the OTLP endpoints and, when enabled, self-profiling.
+func (s *Service) startIngest(ctx context.Context) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	in, err := ingest.New(s.cfg.Ingest, s.cfg.Schema, s.conn, s.log, reg)
+	if err != nil {
+		return fmt.Errorf("start ingest: %w", err)
+	}
+	// The ingester's lifetime is not ctx's: dskit stops a service when the
+	// context it was started with ends, and Stop orders the shutdown.
+	if err := services.StartAndAwaitRunning(context.WithoutCancel(ctx), in); err != nil {
+		return fmt.Errorf("start ingest: %w", err)
+	}
+	s.ingester = in
+	if s.cfg.SelfProfile.Enabled {
+		scheme := "http"
+		if s.cfg.Ingest.Receiver.TLS.Enabled() {
+			scheme = "https"
+		}
+		p := selfprofile.New(s.cfg.SelfProfile, scheme+"://"+in.HTTPAddress(), selfAuthorization(s.cfg.Ingest.Receiver.Auth), s.log)
+		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		s.stopProfiling, s.profilingDone = cancel, make(chan struct{})
+		go func() {
+			defer close(s.profilingDone)
+			p.Run(pctx)
+		}()
+	}
+	return nil
+}
+
+// selfAuthorization is the header self-profiling sends when auth is on:
+// the first configured credential.
+func selfAuthorization(a receiver.AuthConfig) string {
+	switch {
+	case !a.Enabled:
+		return ""
+	case len(a.Tokens) > 0:
+		return "Bearer " + a.Tokens[0].Token.Value()
+	case len(a.Basic) > 0:
+		return "Basic " + base64.StdEncoding.EncodeToString([]byte(a.Basic[0].Username+":"+a.Basic[0].Password.Value()))
+	}
+	return ""
 }
 
 func (s *Service) startEmbedded(ctx context.Context) error {
@@ -102,23 +175,47 @@ func (s *Service) HTTPAddress() string { return s.httpAddr }
 
 // Wait blocks until ctx ends or a server fails.
 func (s *Service) Wait(ctx context.Context) error {
+	ingestDone := make(chan error, 1)
+	if s.ingester != nil {
+		in := s.ingester
+		go func() { ingestDone <- in.AwaitTerminated(context.WithoutCancel(ctx)) }()
+	}
 	select {
 	case <-ctx.Done():
 		return nil
 	case err := <-s.serveErr:
 		return err
+	case err := <-ingestDone:
+		return fmt.Errorf("ingest stopped: %w", err)
 	}
 }
 
-// Stop closes the connection, drains the embedded HTTP interface and shuts
-// the engine down.
+// Stop shuts down in reverse order of start: self-profiling, then the
+// ingest endpoints (requests in flight finish and the writer drains),
+// then the ClickHouse connection and the embedded engine.
 func (s *Service) Stop(ctx context.Context) error {
 	var err error
+	if s.stopProfiling != nil {
+		s.stopProfiling()
+		<-s.profilingDone
+	}
+	if s.ingester != nil {
+		err = errors.Join(err, services.StopAndAwaitTerminated(ctx, s.ingester))
+	}
 	if s.conn != nil {
-		err = s.conn.Close()
+		err = errors.Join(err, s.conn.Close())
 	}
 	s.stopEmbedded(ctx)
 	return err
+}
+
+// IngestAddresses are the bound OTLP/gRPC and OTLP/HTTP addresses ("" when
+// ingest is off).
+func (s *Service) IngestAddresses() (grpcAddr, httpAddr string) {
+	if s.ingester == nil {
+		return "", ""
+	}
+	return s.ingester.GRPCAddress(), s.ingester.HTTPAddress()
 }
 
 func (s *Service) stopEmbedded(ctx context.Context) {
@@ -157,6 +254,13 @@ func (s *Service) Describe(w io.Writer) {
 		p("Flamehouse is running on ClickHouse at %s (%s).", cfg.ClickHouse.Address, cfg.ClickHouse.Protocol)
 	}
 	p("  Schema:   database %s, version %d, tables %s*", cfg.Schema.Database, s.Migration.Version, cfg.Schema.TablePrefix+"profile_")
+	if s.ingester != nil {
+		p("  OTLP profiles: gRPC %s, HTTP http://%s/v1development/profiles (metrics on http://%s/metrics)",
+			s.ingester.GRPCAddress(), s.ingester.HTTPAddress(), s.ingester.HTTPAddress())
+		if cfg.SelfProfile.Enabled {
+			p("  Demo data: this process profiles itself every %s as service %q.", cfg.SelfProfile.Interval, cfg.SelfProfile.ServiceName)
+		}
+	}
 	p("Stop with Ctrl-C (the engine shuts down cleanly; data stays in the data directory).")
 }
 

@@ -1,0 +1,154 @@
+// Package pprofconv converts pprof profiles (github.com/google/pprof/profile)
+// into OTLP profiles export requests, so that existing pprof data, and the
+// Go runtime's own profiles, can be sent to any OTLP profiles endpoint.
+//
+// Each pprof sample type becomes one OTLP profile (OTLP profiles carry a
+// single sample type); locations, lines (inlined calls included),
+// functions and mappings keep their fields; string labels become sample
+// attributes and numeric labels attributes with their unit.
+package pprofconv
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/google/pprof/profile"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	pb "go.opentelemetry.io/proto/otlp/profiles/v1development"
+
+	"github.com/flamehouse/flamehouse/internal/otlpbuild"
+)
+
+// Options describe where the profile comes from.
+type Options struct {
+	// ResourceAttributes (key, value pairs) describe the profiled process;
+	// service.name is the one that matters most.
+	ResourceAttributes []string
+	// ScopeName names the producer ("pprof" when empty).
+	ScopeName string
+}
+
+var errNoSamples = errors.New("the pprof profile has no sample types")
+
+// Convert turns one pprof profile into an export request.
+func Convert(p *profile.Profile, opts Options) (*collectorpb.ExportProfilesServiceRequest, error) {
+	if len(p.SampleType) == 0 {
+		return nil, errNoSamples
+	}
+	if err := p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("invalid pprof profile: %w", err)
+	}
+	b := otlpbuild.New()
+	c := &converter{b: b, mappings: map[uint64]int32{}, functions: map[uint64]int32{}, locations: map[uint64]int32{}}
+	scope := opts.ScopeName
+	if scope == "" {
+		scope = "pprof"
+	}
+	sp := otlpbuild.Scope(b.Resource(opts.ResourceAttributes...), scope, "")
+	periodType := &pb.ValueType{}
+	if p.PeriodType != nil {
+		periodType = b.ValueType(p.PeriodType.Type, p.PeriodType.Unit)
+	}
+	for ti, st := range p.SampleType {
+		out := &pb.Profile{
+			SampleType:            b.ValueType(st.Type, st.Unit),
+			PeriodType:            periodType,
+			Period:                p.Period,
+			TimeUnixNano:          uint64(max(p.TimeNanos, 0)),     //nolint:gosec // G115: clamped to non-negative
+			DurationNano:          uint64(max(p.DurationNanos, 0)), //nolint:gosec // G115: clamped to non-negative
+			OriginalPayloadFormat: "pprof",
+		}
+		for _, s := range p.Sample {
+			if ti >= len(s.Value) || s.Value[ti] == 0 {
+				continue
+			}
+			out.Samples = append(out.Samples, &pb.Sample{
+				StackIndex:       c.stack(s.Location),
+				AttributeIndices: c.labels(s),
+				Values:           []int64{s.Value[ti]},
+			})
+		}
+		sp.Profiles = append(sp.Profiles, out)
+	}
+	return b.Request(), nil
+}
+
+type converter struct {
+	b         *otlpbuild.Builder
+	mappings  map[uint64]int32
+	functions map[uint64]int32
+	locations map[uint64]int32
+}
+
+// stack interns a sample's locations (leaf first, as in both formats).
+func (c *converter) stack(locs []*profile.Location) int32 {
+	idx := make([]int32, len(locs))
+	for i, l := range locs {
+		idx[i] = c.location(l)
+	}
+	return c.b.Stack(idx...)
+}
+
+func (c *converter) location(l *profile.Location) int32 {
+	if idx, ok := c.locations[l.ID]; ok {
+		return idx
+	}
+	lines := make([]otlpbuild.Line, 0, len(l.Line))
+	for _, ln := range l.Line {
+		lines = append(lines, otlpbuild.Line{Function: c.function(ln.Function), Line: ln.Line, Column: ln.Column})
+	}
+	idx := c.b.Location(c.mapping(l.Mapping), l.Address, "", lines...)
+	c.locations[l.ID] = idx
+	return idx
+}
+
+func (c *converter) mapping(m *profile.Mapping) int32 {
+	if m == nil {
+		return 0
+	}
+	if idx, ok := c.mappings[m.ID]; ok {
+		return idx
+	}
+	start, limit := m.Start, m.Limit
+	if start >= limit {
+		start, limit = 0, 0 // pprof allows empty ranges; OTLP wants start < limit or both zero
+	}
+	idx := c.b.Mapping(start, limit, m.Offset, m.File, m.BuildID)
+	c.mappings[m.ID] = idx
+	return idx
+}
+
+func (c *converter) function(f *profile.Function) int32 {
+	if f == nil {
+		return 0
+	}
+	if idx, ok := c.functions[f.ID]; ok {
+		return idx
+	}
+	idx := c.b.Function(f.Name, f.SystemName, f.Filename, f.StartLine)
+	c.functions[f.ID] = idx
+	return idx
+}
+
+// labels turns pprof labels into sample attributes (the first value of
+// each key; attribute keys are unique per sample in OTLP).
+func (c *converter) labels(s *profile.Sample) []int32 {
+	var out []int32
+	for k, vs := range s.Label {
+		if len(vs) > 0 {
+			out = append(out, c.b.Attr(k, vs[0]))
+		}
+	}
+	for k, vs := range s.NumLabel {
+		if _, dup := s.Label[k]; dup || len(vs) == 0 {
+			continue
+		}
+		v := strconv.FormatInt(vs[0], 10)
+		if units := s.NumUnit[k]; len(units) > 0 && units[0] != "" {
+			v += " " + units[0]
+		}
+		out = append(out, c.b.Attr(k, v))
+	}
+	return out
+}
