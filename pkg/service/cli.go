@@ -8,12 +8,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/google/pprof/profile"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/flamehouse/flamehouse/pkg/chembed"
+	"github.com/flamehouse/flamehouse/pkg/ingest/receiver"
+	"github.com/flamehouse/flamehouse/pkg/otlphttp"
+	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
@@ -30,6 +36,7 @@ var commands = []command{
 	{"migrate", "apply the schema migrations and retention, then exit", migrateCommand},
 	{"ddl", "print the DDL the schema migrations run, for review (honours schema.cluster)", ddlCommand},
 	{"config", "print the effective configuration as YAML (secrets redacted)", configCommand},
+	{"import", "convert pprof files to OTLP and send them to an OTLP profiles endpoint", importCommand},
 	{"version", "print the version", versionCommand},
 }
 
@@ -172,4 +179,79 @@ func fmtConfig(cfg Config) string {
 		return fmt.Sprintf("# cannot render configuration: %v\n", err)
 	}
 	return string(out)
+}
+
+func importCommand(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	endpoint := fs.String("endpoint", "http://"+receiver.DefaultHTTPListenAddress, "OTLP/HTTP base URL of the ingest service")
+	authorization := fs.String("authorization", "", `Authorization header, e.g. "Bearer <token>"`)
+	serviceName := fs.String("service", "", "service.name of the profiles (default: the file name without extension)")
+	var attrs attrFlags
+	fs.Var(&attrs, "attr", "resource attribute key=value (repeatable), e.g. -attr k8s.namespace.name=prod")
+	fs.Usage = func() {
+		_, _ = fmt.Fprintln(fs.Output(), "Usage: flamehouse import [flags] profile.pb.gz [more files]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: name at least one pprof file", errUsage)
+	}
+	client := otlphttp.New(*endpoint, *authorization)
+	for _, path := range fs.Args() {
+		if err := importFile(ctx, client, path, *serviceName, attrs, stdout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func importFile(ctx context.Context, client *otlphttp.Client, path, serviceName string, attrs attrFlags, stdout io.Writer) error {
+	raw, err := os.ReadFile(path) //nolint:gosec // G304: the user names the files to import
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	prof, err := profile.ParseData(raw)
+	if err != nil {
+		return fmt.Errorf("%s is not a pprof profile: %w", path, err)
+	}
+	if serviceName == "" {
+		serviceName = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".gz"), filepath.Ext(strings.TrimSuffix(filepath.Base(path), ".gz")))
+	}
+	req, err := pprofconv.Convert(prof, pprofconv.Options{ResourceAttributes: append([]string{"service.name", serviceName}, attrs...)})
+	if err != nil {
+		return fmt.Errorf("convert %s: %w", path, err)
+	}
+	resp, err := client.Export(ctx, req)
+	if err != nil {
+		return fmt.Errorf("send %s: %w", path, err)
+	}
+	types := make([]string, 0, len(prof.SampleType))
+	for _, st := range prof.SampleType {
+		types = append(types, st.Type+"/"+st.Unit)
+	}
+	_, _ = fmt.Fprintf(stdout, "%s: sent %d samples of %s as service %q", path, len(prof.Sample), strings.Join(types, ", "), serviceName)
+	if ps := resp.GetPartialSuccess(); ps.GetRejectedProfiles() > 0 {
+		_, _ = fmt.Fprintf(stdout, "; %d profiles rejected: %s", ps.GetRejectedProfiles(), ps.GetErrorMessage())
+	}
+	_, _ = fmt.Fprintln(stdout)
+	return nil
+}
+
+// attrFlags collects repeated -attr key=value flags as key, value pairs.
+type attrFlags []string
+
+func (a *attrFlags) String() string { return strings.Join(*a, ",") }
+
+func (a *attrFlags) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not key=value", v)
+	}
+	*a = append(*a, k, val)
+	return nil
 }

@@ -120,9 +120,12 @@ func (c *converter) resource(ri int, rp *pb.ResourceProfiles, res *Result) {
 			}
 			continue
 		}
+		// A pprof-style scope sends CPU time itself (cpu/nanoseconds) next to
+		// the sample counts: converting the counts too would count twice.
+		cpuAsTime := c.opts.CPUSamplesAsTime && !c.hasCPUTimeProfile(sp)
 		for pi, p := range sp.GetProfiles() {
 			ppath := fmt.Sprintf("%s.profiles[%d]", spath, pi)
-			rows, err := c.profile(p)
+			rows, err := c.profile(p, cpuAsTime)
 			if err != nil {
 				res.Rejected = append(res.Rejected, rejection(ppath, err))
 				continue
@@ -161,6 +164,18 @@ func (c *converter) series(resource map[string]string, sp *pb.ScopeProfiles) (*m
 		}
 	}
 	return model.NewSeries(c.opts.Tenant, ServiceName(attrs), attrs), nil
+}
+
+// hasCPUTimeProfile reports whether a scope has a cpu/nanoseconds profile.
+func (c *converter) hasCPUTimeProfile(sp *pb.ScopeProfiles) bool {
+	for _, p := range sp.GetProfiles() {
+		typ, err1 := c.str(p.GetSampleType().GetTypeStrindex(), "")
+		unit, err2 := c.str(p.GetSampleType().GetUnitStrindex(), "")
+		if err1 == nil && err2 == nil && typ == "cpu" && unit == "nanoseconds" {
+			return true
+		}
+	}
+	return false
 }
 
 // ServiceName applies OpenTelemetry's defaulting rules: service.name, else

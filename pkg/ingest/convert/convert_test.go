@@ -482,3 +482,31 @@ func TestSummaryIsBounded(t *testing.T) {
 	require.Contains(t, s, "1000 of 1000 profiles rejected")
 	require.Contains(t, s, "more")
 }
+
+func TestConvertDoesNotCountCPUTwice(t *testing.T) {
+	// A Go pprof CPU profile has samples/count and cpu/nanoseconds; as OTLP
+	// it becomes two profiles of one scope. Only the second is CPU time.
+	b := otlpbuild.New()
+	st := b.Stack(b.Location(0, 0, "", otlpbuild.Line{Function: b.Function("f", "", "", 0)}))
+	sp := otlpbuild.Scope(b.Resource("service.name", "go-app"), "pprof", "")
+	for _, vt := range [][2]string{{"samples", "count"}, {"cpu", "nanoseconds"}} {
+		v := int64(3)
+		if vt[0] == "cpu" {
+			v = 30_000_000
+		}
+		sp.Profiles = append(sp.Profiles, &pb.Profile{
+			SampleType: b.ValueType(vt[0], vt[1]), PeriodType: b.ValueType("cpu", "nanoseconds"), Period: 10_000_000,
+			TimeUnixNano: t0, Samples: []*pb.Sample{{StackIndex: st, Values: []int64{v}}},
+		})
+	}
+	res, err := Convert(b.Request(), testOptions())
+	require.NoError(t, err)
+	got := map[string]int64{}
+	for _, s := range res.Batch.Samples {
+		got[s.ProfileType] += s.Value
+	}
+	require.Equal(t, map[string]int64{
+		"process_cpu:samples:count:cpu:nanoseconds":   3,
+		"process_cpu:cpu:nanoseconds:cpu:nanoseconds": 30_000_000,
+	}, got)
+}

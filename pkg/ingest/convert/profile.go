@@ -32,14 +32,14 @@ type profileRows struct {
 }
 
 // profile validates and converts one profile of a series.
-func (c *converter) profile(p *pb.Profile) (*profileRows, error) {
+func (c *converter) profile(p *pb.Profile, cpuAsTime bool) (*profileRows, error) {
 	if hasUnknown(p) || hasUnknown(p.GetSampleType()) || hasUnknown(p.GetPeriodType()) {
 		return nil, unknownFields("profile")
 	}
 	if id := p.GetProfileId(); len(id) != 0 && (len(id) != 16 || hexID(id) == "") {
 		return nil, invalid(ReasonInvalidProfileID, "profile_id must be empty or 16 bytes, not all zero (got %d bytes)", len(id))
 	}
-	typeID, factor, err := c.profileTypeOf(p)
+	typeID, factor, err := c.profileTypeOf(p, cpuAsTime)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ type timeWindow struct {
 	checked         bool
 }
 
-func (c *converter) profileTypeOf(p *pb.Profile) (string, int64, error) {
+func (c *converter) profileTypeOf(p *pb.Profile, cpuAsTime bool) (string, int64, error) {
 	names := make([]string, 4)
 	for i, idx := range []int32{
 		p.GetSampleType().GetTypeStrindex(), p.GetSampleType().GetUnitStrindex(),
@@ -89,7 +89,7 @@ func (c *converter) profileTypeOf(p *pb.Profile) (string, int64, error) {
 	if names[0] == "" {
 		return "", 0, invalid(ReasonInvalidValueType, "sample_type has no type: every profile names what its values measure")
 	}
-	id, factor := profileType(names[0], names[1], names[2], names[3], p.GetPeriod(), c.opts.CPUSamplesAsTime)
+	id, factor := profileType(names[0], names[1], names[2], names[3], p.GetPeriod(), cpuAsTime)
 	return id, factor, nil
 }
 
