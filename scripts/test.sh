@@ -26,6 +26,12 @@ race=()
 if command -v gcc >/dev/null 2>&1; then race=(-race); else echo "(no gcc: running without the race detector)"; fi
 go test -count=1 "${race[@]}" "${GO_PKGS[@]}"
 
+step "go test: short fuzz runs of the parsers (longer: see README)"
+for target in "FuzzInspect ./pkg/chembed" "FuzzConvert ./pkg/ingest/convert" "FuzzUnmarshalJSON ./pkg/ingest/receiver"; do
+  set -- $target
+  go test -run '^$' -fuzz "^$1\$" -fuzztime "${FUZZTIME:-10s}" "$2"
+done
+
 step "go test: every benchmark once, so none rots"
 go test -count=1 -run '^$' -bench . -benchtime 1x "${GO_PKGS[@]}"
 

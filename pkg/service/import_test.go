@@ -125,13 +125,18 @@ func clickhouseTop(t *testing.T, svc *Service, tables schema.Config) (flat, cum 
 	t.Helper()
 	ctx := context.Background()
 	names := map[uint64]string{}
-	rows, err := svc.Conn().Query(ctx, "SELECT FrameId, any(FunctionName) FROM "+tables.Qualified(schema.Frames)+
+	rows, err := svc.Conn().Query(ctx, "SELECT FrameId, any(FunctionName), any(MappingFile) FROM "+tables.Qualified(schema.Frames)+
 		" WHERE ServiceName = 'imported' GROUP BY FrameId")
 	require.NoError(t, err)
 	for rows.Next() {
 		var id uint64
-		var name string
-		require.NoError(t, rows.Scan(&id, &name))
+		var name, mapping string
+		require.NoError(t, rows.Scan(&id, &name, &mapping))
+		if name == "" && mapping != "" {
+			// pprof's function granularity names an unsymbolized
+			// location after its mapping's base name.
+			name = "[" + filepath.Base(mapping) + "]"
+		}
 		names[id] = name
 	}
 	require.NoError(t, rows.Err())

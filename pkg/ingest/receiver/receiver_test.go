@@ -44,7 +44,7 @@ type env struct {
 	tables schema.Config
 }
 
-func newEnv(t *testing.T, change func(*Config), conn ...clickhouse.Conn) *env {
+func newEnv(t testing.TB, change func(*Config), conn ...clickhouse.Conn) *env {
 	t.Helper()
 	direct := chtest.Get(t).Open(t)
 	var b [5]byte

@@ -51,13 +51,6 @@ CREATE TABLE IF NOT EXISTS `profiles`.`fh_profile_samples_1m`
     `StackId` UInt64 CODEC(ZSTD(1)),
     `SeriesId` UInt64 CODEC(ZSTD(1)),
     `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(1)),
-    `ServiceNamespace` LowCardinality(String) CODEC(ZSTD(1)),
-    `ServiceInstanceId` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sClusterName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sNamespaceName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sPodName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sNodeName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sContainerName` LowCardinality(String) CODEC(ZSTD(1)),
     INDEX idx_series_id SeriesId TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = AggregatingMergeTree()
@@ -73,14 +66,7 @@ AS SELECT
     ProfileType,
     StackId,
     SeriesId,
-    sum(Value) AS Value,
-    any(ServiceNamespace) AS ServiceNamespace,
-    any(ServiceInstanceId) AS ServiceInstanceId,
-    any(K8sClusterName) AS K8sClusterName,
-    any(K8sNamespaceName) AS K8sNamespaceName,
-    any(K8sPodName) AS K8sPodName,
-    any(K8sNodeName) AS K8sNodeName,
-    any(K8sContainerName) AS K8sContainerName
+    sum(Value) AS Value
 FROM `profiles`.`fh_profile_samples`
 GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId;
 
@@ -93,13 +79,6 @@ CREATE TABLE IF NOT EXISTS `profiles`.`fh_profile_samples_1h`
     `StackId` UInt64 CODEC(ZSTD(1)),
     `SeriesId` UInt64 CODEC(ZSTD(1)),
     `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(1)),
-    `ServiceNamespace` LowCardinality(String) CODEC(ZSTD(1)),
-    `ServiceInstanceId` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sClusterName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sNamespaceName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sPodName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sNodeName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sContainerName` LowCardinality(String) CODEC(ZSTD(1)),
     INDEX idx_series_id SeriesId TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = AggregatingMergeTree()
@@ -115,14 +94,7 @@ AS SELECT
     ProfileType,
     StackId,
     SeriesId,
-    sum(Value) AS Value,
-    any(ServiceNamespace) AS ServiceNamespace,
-    any(ServiceInstanceId) AS ServiceInstanceId,
-    any(K8sClusterName) AS K8sClusterName,
-    any(K8sNamespaceName) AS K8sNamespaceName,
-    any(K8sPodName) AS K8sPodName,
-    any(K8sNodeName) AS K8sNodeName,
-    any(K8sContainerName) AS K8sContainerName
+    sum(Value) AS Value
 FROM `profiles`.`fh_profile_samples`
 GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId;
 

@@ -51,13 +51,6 @@ CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_samples_1m`
     `StackId` UInt64 CODEC(ZSTD(1)),
     `SeriesId` UInt64 CODEC(ZSTD(1)),
     `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(1)),
-    `ServiceNamespace` LowCardinality(String) CODEC(ZSTD(1)),
-    `ServiceInstanceId` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sClusterName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sNamespaceName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sPodName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sNodeName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sContainerName` LowCardinality(String) CODEC(ZSTD(1)),
     INDEX idx_series_id SeriesId TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = AggregatingMergeTree()
@@ -74,14 +67,7 @@ AS SELECT
     ProfileType,
     StackId,
     SeriesId,
-    sum(Value) AS Value,
-    any(ServiceNamespace) AS ServiceNamespace,
-    any(ServiceInstanceId) AS ServiceInstanceId,
-    any(K8sClusterName) AS K8sClusterName,
-    any(K8sNamespaceName) AS K8sNamespaceName,
-    any(K8sPodName) AS K8sPodName,
-    any(K8sNodeName) AS K8sNodeName,
-    any(K8sContainerName) AS K8sContainerName
+    sum(Value) AS Value
 FROM `otel`.`otel_profile_samples`
 GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId;
 
@@ -94,13 +80,6 @@ CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_samples_1h`
     `StackId` UInt64 CODEC(ZSTD(1)),
     `SeriesId` UInt64 CODEC(ZSTD(1)),
     `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(1)),
-    `ServiceNamespace` LowCardinality(String) CODEC(ZSTD(1)),
-    `ServiceInstanceId` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sClusterName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sNamespaceName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sPodName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sNodeName` LowCardinality(String) CODEC(ZSTD(1)),
-    `K8sContainerName` LowCardinality(String) CODEC(ZSTD(1)),
     INDEX idx_series_id SeriesId TYPE bloom_filter(0.01) GRANULARITY 1
 )
 ENGINE = AggregatingMergeTree()
@@ -117,14 +96,7 @@ AS SELECT
     ProfileType,
     StackId,
     SeriesId,
-    sum(Value) AS Value,
-    any(ServiceNamespace) AS ServiceNamespace,
-    any(ServiceInstanceId) AS ServiceInstanceId,
-    any(K8sClusterName) AS K8sClusterName,
-    any(K8sNamespaceName) AS K8sNamespaceName,
-    any(K8sPodName) AS K8sPodName,
-    any(K8sNodeName) AS K8sNodeName,
-    any(K8sContainerName) AS K8sContainerName
+    sum(Value) AS Value
 FROM `otel`.`otel_profile_samples`
 GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId;
 
