@@ -25,7 +25,9 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
+	"github.com/flamehouse/flamehouse/pkg/secret"
 )
 
 // URLEnv names the environment variable with an external server's DSN,
@@ -154,4 +156,23 @@ func (s *Server) NewDatabase(tb testing.TB) string {
 	require.NoError(tb, conn.Exec(ctx, "CREATE DATABASE "+name))
 	tb.Cleanup(func() { _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name) })
 	return name
+}
+
+// NativeInserter returns an inserter of Native-format blocks for the
+// server, or nil when the server is reached over the native protocol.
+func (s *Server) NativeInserter(tb testing.TB) *chclient.NativeInserter {
+	tb.Helper()
+	if s.Options.Protocol != clickhouse.HTTP {
+		return nil
+	}
+	cfg := chclient.DefaultConfig()
+	cfg.Address, cfg.Protocol = s.Addr, chclient.ProtocolHTTP
+	cfg.Username, cfg.Password = s.Options.Auth.Username, secret.String(s.Options.Auth.Password)
+	if s.Options.TLS != nil {
+		cfg.Secure, cfg.TLSSkipVerify = true, s.Options.TLS.InsecureSkipVerify
+	}
+	n, err := chclient.NewNativeInserter(cfg)
+	require.NoError(tb, err)
+	tb.Cleanup(n.Close)
+	return n
 }

@@ -32,7 +32,7 @@ func TestReportIsValidAndComplete(t *testing.T) {
 	traced := 0
 	for _, s := range res.Batch.Samples {
 		total += s.Value
-		if s.TraceID != "" {
+		if s.Meta.TraceID != "" {
 			traced++
 		}
 	}

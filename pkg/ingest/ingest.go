@@ -70,9 +70,10 @@ type Ingester struct {
 }
 
 // New binds the listeners and starts the writer; start the returned
-// service to serve requests.
-func New(cfg Config, tables schema.Config, conn clickhouse.Conn, log *slog.Logger, reg *prometheus.Registry) (*Ingester, error) {
-	w, err := writer.New(cfg.Writer, tables, conn, log, reg)
+// service to serve requests. native, when not nil, carries the sample
+// inserts (see writer.New).
+func New(cfg Config, tables schema.Config, conn clickhouse.Conn, native writer.NativeInserter, log *slog.Logger, reg *prometheus.Registry) (*Ingester, error) {
+	w, err := writer.New(cfg.Writer, tables, conn, native, log, reg)
 	if err != nil {
 		return nil, err
 	}

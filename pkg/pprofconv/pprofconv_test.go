@@ -41,8 +41,8 @@ func TestConvertHeapProfileKeepsEveryValue(t *testing.T) {
 	}
 	got := map[string]int64{}
 	for _, s := range res.Batch.Samples {
-		got[s.ProfileType] += s.Value
-		require.Equal(t, "demo", s.Series.Service)
+		got[s.Meta.ProfileType] += s.Value
+		require.Equal(t, "demo", s.Meta.Series.Service)
 	}
 	require.Equal(t, want, got)
 }

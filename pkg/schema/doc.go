@@ -15,7 +15,8 @@
 //   - profile_series: SeriesId -> resource attributes map, with materialized
 //     LowCardinality columns;
 //   - profile_catalog, profile_sample_labels: what existed in which hour, for
-//     the query editor's profile types, services, label names and values.
+//     the query editor's profile types, services, label names and values;
+//     the ingest writes them with the samples.
 //
 // Names follow the OpenTelemetry Collector exporter's tables (otel_ prefix,
 // CamelCase columns). In cluster mode every table becomes a

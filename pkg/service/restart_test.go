@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
 	"github.com/flamehouse/flamehouse/pkg/ingest/receiver"
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
@@ -67,7 +68,12 @@ func TestIngestSurvivesClickHouseRestart(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	wcfg := writer.DefaultConfig()
 	wcfg.FlushInterval, wcfg.RetryInitial, wcfg.RetryMax = 50*time.Millisecond, 50*time.Millisecond, 200*time.Millisecond
-	w, err := writer.New(wcfg, tables, conn, log, reg)
+	chCfg := chclient.DefaultConfig()
+	chCfg.Address, chCfg.Protocol, chCfg.Username = addr, chclient.ProtocolHTTP, chembed.DefaultUser
+	native, err := chclient.NewNativeInserter(chCfg)
+	require.NoError(t, err)
+	defer native.Close()
+	w, err := writer.New(wcfg, tables, conn, native, log, reg)
 	require.NoError(t, err)
 	rcfg := receiver.DefaultConfig()
 	rcfg.GRPCListenAddress, rcfg.HTTPListenAddress, rcfg.RequestTimeout = "127.0.0.1:0", "127.0.0.1:0", 1500*time.Millisecond

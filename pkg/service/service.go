@@ -20,6 +20,7 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/chembed"
 	"github.com/flamehouse/flamehouse/pkg/ingest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/receiver"
+	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/selfprofile"
 )
@@ -34,6 +35,9 @@ type Service struct {
 	// httpAddr is the embedded HTTP interface's bound address.
 	httpAddr string
 	conn     clickhouse.Conn
+	chConfig chclient.Config
+	// native carries the ingest's sample inserts over HTTP (nil otherwise).
+	native   *chclient.NativeInserter
 	serveErr chan error
 	ingester *ingest.Ingester
 	// stopProfiling ends self-profiling; profilingDone closes when it has.
@@ -84,6 +88,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, part Part) (*Servi
 		return nil, fmt.Errorf("connect to clickhouse at %s: %w", chCfg.Address, err)
 	}
 	s.conn = conn
+	s.chConfig = chCfg
 	migrator, err := schema.NewMigrator(cfg.Schema, conn)
 	if err == nil {
 		s.Migration, err = migrator.Migrate(ctx)
@@ -107,7 +112,15 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, part Part) (*Servi
 func (s *Service) startIngest(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	in, err := ingest.New(s.cfg.Ingest, s.cfg.Schema, s.conn, s.log, reg)
+	var native writer.NativeInserter
+	if s.chConfig.Protocol == chclient.ProtocolHTTP {
+		inserter, err := chclient.NewNativeInserter(s.chConfig)
+		if err != nil {
+			return fmt.Errorf("start ingest: %w", err)
+		}
+		s.native, native = inserter, inserter
+	}
+	in, err := ingest.New(s.cfg.Ingest, s.cfg.Schema, s.conn, native, s.log, reg)
 	if err != nil {
 		return fmt.Errorf("start ingest: %w", err)
 	}
@@ -201,6 +214,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	if s.ingester != nil {
 		err = errors.Join(err, services.StopAndAwaitTerminated(ctx, s.ingester))
+	}
+	if s.native != nil {
+		s.native.Close()
 	}
 	if s.conn != nil {
 		err = errors.Join(err, s.conn.Close())

@@ -99,6 +99,14 @@ type goldenFrame struct {
 	Address                                            string
 }
 
+// attributesOrNil renders attributes as the golden file holds them.
+func attributesOrNil(kvs []model.KV) map[string]string {
+	if len(kvs) == 0 {
+		return nil
+	}
+	return model.KVMap(kvs)
+}
+
 type golden struct {
 	Series []map[string]string `json:"series"`
 	Rows   []goldenRow         `json:"rows"`
@@ -113,7 +121,7 @@ func toGolden(t *testing.T, b *model.Batch) golden {
 		g.Series = append(g.Series, s.Attributes)
 	}
 	for _, s := range b.Samples {
-		sym := b.Symbols[model.ServiceKey{Tenant: s.Series.Tenant, Service: s.Series.Service}]
+		sym := b.Symbols[model.ServiceKey{Tenant: s.Meta.Series.Tenant, Service: s.Meta.Series.Service}]
 		require.NotNil(t, sym, "every sample's service has symbols")
 		stack := sym.Stacks[s.StackID]
 		require.NotNil(t, stack, "every sample's stack is in the batch")
@@ -124,8 +132,8 @@ func toGolden(t *testing.T, b *model.Batch) golden {
 			labels = append(labels, f.Label())
 		}
 		g.Rows = append(g.Rows, goldenRow{
-			Timestamp: s.Timestamp, ProfileType: s.ProfileType, Service: s.Series.Service, Value: s.Value,
-			TraceID: s.TraceID, SpanID: s.SpanID, Attributes: s.Attributes, Stack: labels,
+			Timestamp: s.Timestamp, ProfileType: s.Meta.ProfileType, Service: s.Meta.Series.Service, Value: s.Value,
+			TraceID: s.Meta.TraceID, SpanID: s.Meta.SpanID, Attributes: attributesOrNil(s.Attributes), Stack: labels,
 		})
 	}
 	var frames []*model.Frame
@@ -186,8 +194,8 @@ func TestConvertEBPFShapedProfile(t *testing.T) {
 	var total int64
 	for _, s := range res.Batch.Samples {
 		total += s.Value
-		require.Equal(t, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", s.ProfileType)
-		require.Equal(t, "checkout-7d9", s.Series.Labels.K8sPodName)
+		require.Equal(t, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", s.Meta.ProfileType)
+		require.Equal(t, "checkout-7d9", s.Meta.Series.Labels.K8sPodName)
 	}
 	require.Equal(t, int64(6*50_000_000), total)
 	require.Len(t, res.Batch.Samples, 4)
@@ -199,7 +207,7 @@ func TestConvertKeepsCountsWhenAsked(t *testing.T) {
 	opts.CPUSamplesAsTime = false
 	res, err := Convert(ebpfRequest().Request(), opts)
 	require.NoError(t, err)
-	require.Equal(t, "process_cpu:samples:count:cpu:nanoseconds", res.Batch.Samples[0].ProfileType)
+	require.Equal(t, "process_cpu:samples:count:cpu:nanoseconds", res.Batch.Samples[0].Meta.ProfileType)
 	require.Equal(t, int64(3), res.Batch.Samples[0].Value)
 }
 
@@ -246,7 +254,7 @@ func TestConvertResolvesStringReferences(t *testing.T) {
 	res, err := Convert(req, testOptions())
 	require.NoError(t, err)
 	require.Empty(t, res.Rejected)
-	s := res.Batch.Samples[0].Series
+	s := res.Batch.Samples[0].Meta.Series
 	require.Equal(t, "payments", s.Service)
 	require.Equal(t, "7", s.Labels.K8sNamespaceName)
 	require.Equal(t, "go.opentelemetry.io/ebpf-profiler", s.Attributes["otel.scope.name"])
@@ -270,11 +278,11 @@ func TestConvertProfileAttributesAndValuesOnlySamples(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Batch.Samples, 2)
 	first, second := res.Batch.Samples[0], res.Batch.Samples[1]
-	require.Equal(t, "memory:alloc_space:bytes:space:bytes", first.ProfileType)
+	require.Equal(t, "memory:alloc_space:bytes:space:bytes", first.Meta.ProfileType)
 	require.Equal(t, int64(t0/1e9+7), first.Timestamp, "values-only samples are placed at the profile's time")
 	require.Equal(t, int64(4096), first.Value)
-	require.Equal(t, map[string]string{"env": "prod", "thread.name": "profile-level"}, first.Attributes)
-	require.Equal(t, map[string]string{"env": "prod", "thread.name": "gc"}, second.Attributes, "sample attributes win over profile attributes")
+	require.Equal(t, map[string]string{"env": "prod", "thread.name": "profile-level"}, model.KVMap(first.Attributes))
+	require.Equal(t, map[string]string{"env": "prod", "thread.name": "gc"}, model.KVMap(second.Attributes), "sample attributes win over profile attributes")
 }
 
 func TestConvertEmptyStackAndTruncation(t *testing.T) {
@@ -503,7 +511,7 @@ func TestConvertDoesNotCountCPUTwice(t *testing.T) {
 	require.NoError(t, err)
 	got := map[string]int64{}
 	for _, s := range res.Batch.Samples {
-		got[s.ProfileType] += s.Value
+		got[s.Meta.ProfileType] += s.Value
 	}
 	require.Equal(t, map[string]int64{
 		"process_cpu:samples:count:cpu:nanoseconds":   3,

@@ -34,7 +34,7 @@ func FuzzConvert(f *testing.F) {
 			t.Fatalf("accepted %d of %d", res.Accepted(), res.Profiles)
 		}
 		for _, s := range res.Batch.Samples {
-			sym := res.Batch.Symbols[model.ServiceKey{Tenant: s.Series.Tenant, Service: s.Series.Service}]
+			sym := res.Batch.Symbols[model.ServiceKey{Tenant: s.Meta.Series.Tenant, Service: s.Meta.Series.Service}]
 			if sym == nil || sym.Stacks[s.StackID] == nil {
 				t.Fatalf("sample refers to a stack that is not in the batch")
 			}

@@ -179,13 +179,21 @@ func (r *profileRows) addTo(b *model.Batch, series *model.Series) {
 	if b.Samples == nil {
 		b.Samples = make([]model.Sample, 0, len(r.keys))
 	}
+	metas := map[int32]*model.SampleMeta{}
+	sorted := map[*attributeSetResult][]model.KV{}
 	for _, k := range r.keys {
-		link := r.links[k.link]
-		stack := r.stacks[k.stack]
-		b.Samples = append(b.Samples, model.Sample{
-			Timestamp: k.second, ProfileType: r.profileType, StackID: stack.id, Series: series,
-			Value: r.values[k], TraceID: link[0], SpanID: link[1], Attributes: r.merged[k.attrs],
-		})
+		meta := metas[k.link]
+		if meta == nil {
+			link := r.links[k.link]
+			meta = &model.SampleMeta{Series: series, ProfileType: r.profileType, TraceID: link[0], SpanID: link[1]}
+			metas[k.link] = meta
+		}
+		kvs, ok := sorted[k.attrs]
+		if !ok {
+			kvs = model.SortedKVs(r.merged[k.attrs])
+			sorted[k.attrs] = kvs
+		}
+		b.Samples = append(b.Samples, model.Sample{Timestamp: k.second, StackID: r.stacks[k.stack].id, Value: r.values[k], Meta: meta, Attributes: kvs})
 	}
 	sym := b.ServiceSymbols(model.ServiceKey{Tenant: series.Tenant, Service: series.Service})
 	for _, s := range r.stacks {

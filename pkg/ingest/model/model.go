@@ -141,17 +141,51 @@ type Stack struct {
 }
 
 // Sample is one row of the samples table: the value of every event of one
-// second that shares series, stack, trace link and sample attributes.
+// second that shares series, stack, trace link and sample attributes. What
+// many rows share lives in a SampleMeta, so a row stays small.
 type Sample struct {
 	// Timestamp is in Unix seconds.
-	Timestamp   int64
-	ProfileType string
-	StackID     uint64
+	Timestamp int64
+	StackID   uint64
+	Value     int64
+	Meta      *SampleMeta
+	// Attributes are the sample's attributes (profile attributes merged in),
+	// sorted by key. Rows share the backing arrays: do not modify.
+	Attributes []KV
+}
+
+// SampleMeta holds what many sample rows share: series, profile type and
+// trace link.
+type SampleMeta struct {
 	Series      *Series
-	Value       int64
-	TraceID     string
-	SpanID      string
-	Attributes  map[string]string
+	ProfileType string
+	// TraceID and SpanID are hex, as otel_traces stores them ("" unset).
+	TraceID, SpanID string
+}
+
+// KV is one attribute.
+type KV struct{ Key, Value string }
+
+// SortedKVs turns a map into attributes sorted by key.
+func SortedKVs(m map[string]string) []KV {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]KV, 0, len(m))
+	for k, v := range m {
+		out = append(out, KV{k, v})
+	}
+	slices.SortFunc(out, func(a, b KV) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// KVMap turns attributes into a map.
+func KVMap(kvs []KV) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[kv.Key] = kv.Value
+	}
+	return m
 }
 
 // ServiceKey names a tenant's service; stacks and frames are stored per service.
@@ -220,24 +254,4 @@ func writeField(h *xxhash.Digest, s string) {
 func appendField(b []byte, s string) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(s))) //nolint:gosec // G115: strings are far below 4 GiB
 	return append(b, s...)
-}
-
-// AttributesKey renders attributes canonically (sorted), for grouping.
-func AttributesKey(attrs map[string]string) string {
-	if len(attrs) == 0 {
-		return ""
-	}
-	keys := make([]string, 0, len(attrs))
-	for k := range attrs {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.WriteString(attrs[k])
-		b.WriteByte(0)
-	}
-	return b.String()
 }

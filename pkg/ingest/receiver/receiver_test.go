@@ -58,16 +58,21 @@ func newEnv(t testing.TB, change func(*Config), conn ...clickhouse.Conn) *env {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = direct.Exec(context.Background(), "DROP DATABASE IF EXISTS "+tables.Database) })
 
-	writeConn := direct
+	// Samples go as Native blocks over HTTP, as in production; a test that
+	// passes its own connection writes everything through it.
+	writeConn, native := direct, writer.NativeInserter(nil)
+	if n := chtest.Get(t).NativeInserter(t); n != nil {
+		native = n
+	}
 	if len(conn) > 0 {
-		writeConn = conn[0]
+		writeConn, native = conn[0], nil
 	}
 	wcfg := writer.DefaultConfig()
 	wcfg.FlushInterval = 50 * time.Millisecond
 	wcfg.RetryInitial, wcfg.RetryMax = 20*time.Millisecond, 100*time.Millisecond
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.DiscardHandler)
-	w, err := writer.New(wcfg, tables, writeConn, log, reg)
+	w, err := writer.New(wcfg, tables, writeConn, native, log, reg)
 	require.NoError(t, err)
 	cfg := DefaultConfig()
 	cfg.GRPCListenAddress, cfg.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"

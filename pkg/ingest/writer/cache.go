@@ -12,6 +12,8 @@ const (
 	kindSeries byte = iota + 1
 	kindStack
 	kindFrame
+	kindCatalog
+	kindLabel
 )
 
 // cacheKey hashes a metadata row's identity: kind, tenant, service, id.
@@ -25,8 +27,9 @@ func cacheKey(kind byte, tenant, service string, id uint64) uint64 {
 	return xxhash.Sum64(b)
 }
 
-// symbolCache remembers which metadata rows were written on which day
-// (days since 1970), so that each is written once per day it is seen. It
+// symbolCache remembers which metadata rows were written in which period
+// (days since 1970 for series, stacks and frames, hours for the catalogs),
+// so that each is written once per period it is seen. It
 // is bounded: when full it starts over, which only costs rewriting rows
 // that ReplacingMergeTree deduplicates anyway.
 type symbolCache struct {

@@ -17,15 +17,17 @@ import (
 // insertTimeout bounds one insert statement.
 const insertTimeout = 60 * time.Second
 
-// write inserts the rows of a group of requests: new series, frames and
-// stacks first, samples last, so that no sample row refers to metadata
-// that is not committed. Metadata ids enter the cache only once written.
+// write inserts the rows of a group of requests: new series, frames,
+// stacks and catalog entries first, samples last, so that no sample row
+// refers to metadata that is not committed. Ids enter the cache only once
+// written.
 func (w *Writer) write(ps []*pending) error {
 	ctx, cancel := context.WithTimeout(context.Background(), insertTimeout)
 	defer cancel()
 	day := w.now().UTC().Truncate(24 * time.Hour)
 	dayNum := int32(day.Unix() / 86400) //nolint:gosec // G115: days since 1970 fit
 	meta := w.newMetadata(ps, dayNum)
+	cats := w.newCatalogs(ps)
 	steps := []struct {
 		table string
 		rows  int
@@ -34,6 +36,8 @@ func (w *Writer) write(ps []*pending) error {
 		{schema.Series, len(meta.series), func(ctx context.Context) error { return w.insertSeries(ctx, meta.series, day) }},
 		{schema.Frames, len(meta.frames), func(ctx context.Context) error { return w.insertFrames(ctx, meta.frames, day) }},
 		{schema.Stacks, len(meta.stacks), func(ctx context.Context) error { return w.insertStacks(ctx, meta.stacks, day) }},
+		{schema.Catalog, len(cats.series), func(ctx context.Context) error { return w.insertCatalog(ctx, cats.series) }},
+		{schema.SampleLabels, len(cats.labels), func(ctx context.Context) error { return w.insertLabels(ctx, cats.labels) }},
 	}
 	for _, st := range steps {
 		if st.rows == 0 {
@@ -45,6 +49,7 @@ func (w *Writer) write(ps []*pending) error {
 		w.metrics.written.WithLabelValues(st.table).Add(float64(st.rows))
 	}
 	meta.remember(w.cache, dayNum)
+	cats.rememberAll(w.cache)
 	rows, err := w.insertSamples(ctx, ps)
 	if err != nil {
 		return fmt.Errorf("insert into %s: %w", w.tables.Name(schema.Samples), err)
@@ -175,27 +180,12 @@ func (w *Writer) insertStacks(ctx context.Context, stacks []serviceStack, day ti
 const sampleColumns = "Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, TraceId, SpanId, SampleAttributes, " +
 	"ServiceNamespace, ServiceInstanceId, K8sClusterName, K8sNamespaceName, K8sPodName, K8sNodeName, K8sContainerName"
 
-// sampleWireTypes are the types the samples are sent as. LowCardinality
-// columns go as plain String (the server converts them on insert): the
-// client's LowCardinality encoder works row by row through reflection and
-// costs more than the whole server-side conversion. Declaring the types
-// also saves the DESCRIBE round trip before every insert.
-var sampleWireTypes = func() []clickhouse.ColumnNameAndType {
-	types := []string{
-		"DateTime", "String", "String", "String", "UInt64", "UInt64", "Int64", "String", "String", "Map(String, String)",
-		"String", "String", "String", "String", "String", "String", "String",
-	}
-	names := strings.Split(sampleColumns, ", ")
-	out := make([]clickhouse.ColumnNameAndType, len(names))
-	for i, n := range names {
-		out[i] = clickhouse.ColumnNameAndType{Name: n, Type: types[i]}
-	}
-	return out
-}()
+var sampleColumnNames = strings.Split(sampleColumns, ", ")
 
-// insertSamples appends the samples of every request column by column
-// and sends them as one insert. A deduplication token makes a retried
-// insert that had in fact committed a no-op.
+// insertSamples sends the samples of every request as one insert: a
+// Native block encoded here when ClickHouse is reached over HTTP, else
+// clickhouse-go's batch. A deduplication token makes a retried insert that
+// had in fact committed a no-op.
 func (w *Writer) insertSamples(ctx context.Context, ps []*pending) (int, error) {
 	n := 0
 	for _, p := range ps {
@@ -204,12 +194,42 @@ func (w *Writer) insertSamples(ctx context.Context, ps []*pending) (int, error) 
 	if n == 0 {
 		return 0, nil
 	}
-	ctx = clickhouse.Context(ctx,
-		clickhouse.WithSettings(clickhouse.Settings{"insert_deduplication_token": dedupToken(ps)}),
-		clickhouse.WithColumnNamesAndTypes(sampleWireTypes))
-	b, err := w.conn.PrepareBatch(ctx, "INSERT INTO "+w.tables.Qualified(schema.Samples)+" ("+sampleColumns+")")
+	settings := map[string]string{"insert_deduplication_token": dedupToken(ps)}
+	insert := "INSERT INTO " + w.tables.Qualified(schema.Samples) + " (" + sampleColumns + ")"
+	if w.native != nil {
+		return n, w.native.Insert(ctx, insert, settings, encodeSamples(ps))
+	}
+	return n, w.batchSamples(ctx, insert, settings, ps, n)
+}
+
+// sampleWireTypes are the types clickhouse-go sends the samples as.
+// LowCardinality columns go as plain String (the server converts them):
+// the client's LowCardinality encoder works row by row through reflection
+// and costs more than the server-side conversion. Declaring the types also
+// saves the DESCRIBE round trip before every insert.
+var sampleWireTypes = func() []clickhouse.ColumnNameAndType {
+	types := []string{
+		"DateTime", "String", "String", "String", "UInt64", "UInt64", "Int64", "String", "String", "Map(String, String)",
+		"String", "String", "String", "String", "String", "String", "String",
+	}
+	out := make([]clickhouse.ColumnNameAndType, len(sampleColumnNames))
+	for i, n := range sampleColumnNames {
+		out[i] = clickhouse.ColumnNameAndType{Name: n, Type: types[i]}
+	}
+	return out
+}()
+
+// batchSamples sends the samples through clickhouse-go, column by column
+// (the path for the native protocol).
+func (w *Writer) batchSamples(ctx context.Context, insert string, settings map[string]string, ps []*pending, n int) error {
+	chSettings := clickhouse.Settings{}
+	for k, v := range settings {
+		chSettings[k] = v
+	}
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(chSettings), clickhouse.WithColumnNamesAndTypes(sampleWireTypes))
+	b, err := w.conn.PrepareBatch(ctx, insert)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	cols := newSampleColumns(n)
 	for _, p := range ps {
@@ -220,10 +240,10 @@ func (w *Writer) insertSamples(ctx context.Context, ps []*pending) (int, error) 
 	for i, col := range cols.all() {
 		if err := b.Column(i).Append(col); err != nil {
 			_ = b.Abort()
-			return 0, fmt.Errorf("column %d: %w", i, err)
+			return fmt.Errorf("column %s: %w", sampleColumnNames[i], err)
 		}
 	}
-	return n, b.Send()
+	return b.Send()
 }
 
 // dedupToken identifies a group of requests across retries.
@@ -242,57 +262,50 @@ func dedupToken(ps []*pending) string {
 	return fmt.Sprintf("%s-%d", p.token, len(ps))
 }
 
-// sampleColumnData holds the samples table's columns.
+// sampleColumnData holds the samples table's columns for clickhouse-go.
 type sampleColumnData struct {
-	ts                                                               []int64
-	tenant, service, profileType                                     []string
-	stack, series                                                    []uint64
-	value                                                            []int64
-	trace, span                                                      []string
-	attrs                                                            []map[string]string
-	namespace, instance, cluster, k8sNamespace, pod, node, container []string
+	ts     []int64
+	stack  []uint64
+	series []uint64
+	value  []int64
+	trace  []string
+	span   []string
+	attrs  []map[string]string
+	// lc holds TenantId, ServiceName, ProfileType and the label columns.
+	lc [lcScalarFields][]string
 }
 
 func newSampleColumns(n int) *sampleColumnData {
-	s := func() []string { return make([]string, 0, n) }
-	return &sampleColumnData{
-		ts: make([]int64, 0, n), tenant: s(), service: s(), profileType: s(), stack: make([]uint64, 0, n), series: make([]uint64, 0, n),
-		value: make([]int64, 0, n), trace: s(), span: s(), attrs: make([]map[string]string, 0, n),
-		namespace: s(), instance: s(), cluster: s(), k8sNamespace: s(), pod: s(), node: s(), container: s(),
+	c := &sampleColumnData{
+		ts: make([]int64, 0, n), stack: make([]uint64, 0, n), series: make([]uint64, 0, n), value: make([]int64, 0, n),
+		trace: make([]string, 0, n), span: make([]string, 0, n), attrs: make([]map[string]string, 0, n),
 	}
+	for i := range c.lc {
+		c.lc[i] = make([]string, 0, n)
+	}
+	return c
 }
 
-var emptyAttributes = map[string]string{}
-
 func (c *sampleColumnData) add(s *model.Sample) {
-	l := &s.Series.Labels
-	attrs := s.Attributes
-	if attrs == nil {
-		attrs = emptyAttributes
-	}
+	m := s.Meta
+	attrs := model.KVMap(s.Attributes)
 	c.ts = append(c.ts, s.Timestamp)
-	c.tenant = append(c.tenant, s.Series.Tenant)
-	c.service = append(c.service, s.Series.Service)
-	c.profileType = append(c.profileType, s.ProfileType)
 	c.stack = append(c.stack, s.StackID)
-	c.series = append(c.series, s.Series.ID)
+	c.series = append(c.series, m.Series.ID)
 	c.value = append(c.value, s.Value)
-	c.trace = append(c.trace, s.TraceID)
-	c.span = append(c.span, s.SpanID)
+	c.trace = append(c.trace, m.TraceID)
+	c.span = append(c.span, m.SpanID)
 	c.attrs = append(c.attrs, attrs)
-	c.namespace = append(c.namespace, l.ServiceNamespace)
-	c.instance = append(c.instance, l.ServiceInstanceID)
-	c.cluster = append(c.cluster, l.K8sClusterName)
-	c.k8sNamespace = append(c.k8sNamespace, l.K8sNamespaceName)
-	c.pod = append(c.pod, l.K8sPodName)
-	c.node = append(c.node, l.K8sNodeName)
-	c.container = append(c.container, l.K8sContainerName)
+	for i, v := range scalarValues(m) {
+		c.lc[i] = append(c.lc[i], v)
+	}
 }
 
 // all returns the columns in sampleColumns order.
 func (c *sampleColumnData) all() []any {
-	return []any{
-		c.ts, c.tenant, c.service, c.profileType, c.stack, c.series, c.value, c.trace, c.span, c.attrs,
-		c.namespace, c.instance, c.cluster, c.k8sNamespace, c.pod, c.node, c.container,
+	out := []any{c.ts, c.lc[0], c.lc[1], c.lc[2], c.stack, c.series, c.value, c.trace, c.span, c.attrs}
+	for _, l := range c.lc[3:] {
+		out = append(out, l)
 	}
+	return out
 }

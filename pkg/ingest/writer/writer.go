@@ -113,7 +113,9 @@ type Writer struct {
 	log     *slog.Logger
 	metrics *metrics
 	cache   *symbolCache
-	in      chan *pending
+	// native sends sample inserts encoded here (nil: through conn).
+	native NativeInserter
+	in     chan *pending
 	// queued counts sample rows accepted and not yet answered.
 	mu      sync.Mutex
 	queued  int
@@ -122,8 +124,16 @@ type Writer struct {
 	now     func() time.Time
 }
 
+// NativeInserter sends inserts whose data is encoded in ClickHouse's
+// Native format (chclient.NativeInserter).
+type NativeInserter interface {
+	Insert(ctx context.Context, insert string, settings map[string]string, data []byte) error
+}
+
 // New starts a writer. Close stops it after writing what it accepted.
-func New(cfg Config, tables schema.Config, conn clickhouse.Conn, log *slog.Logger, reg prometheus.Registerer) (*Writer, error) {
+// Sample rows go through native when it is not nil, else through conn
+// like every other table.
+func New(cfg Config, tables schema.Config, conn clickhouse.Conn, native NativeInserter, log *slog.Logger, reg prometheus.Registerer) (*Writer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("writer config: %w", err)
 	}
@@ -132,7 +142,7 @@ func New(cfg Config, tables schema.Config, conn clickhouse.Conn, log *slog.Logge
 		return nil, err
 	}
 	w := &Writer{
-		cfg: cfg, tables: tables, conn: conn, log: log, metrics: m, cache: newSymbolCache(cfg.SymbolCacheSize),
+		cfg: cfg, tables: tables, conn: conn, native: native, log: log, metrics: m, cache: newSymbolCache(cfg.SymbolCacheSize),
 		in: make(chan *pending, 1024), stopped: make(chan struct{}), now: time.Now,
 	}
 	go w.loop()

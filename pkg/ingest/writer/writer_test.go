@@ -18,6 +18,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/schema"
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) { chtest.Main(m) }
 var start = time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 
 // migrated creates a fresh Flamehouse database for one test.
-func migrated(t *testing.T, conn clickhouse.Conn) schema.Config {
+func migrated(t testing.TB, conn clickhouse.Conn) schema.Config {
 	t.Helper()
 	var b [5]byte
 	_, _ = rand.Read(b[:])
@@ -61,17 +62,54 @@ func report(t testing.TB, seed uint64, eventsPerSecond int) (*model.Batch, int64
 	return res.Batch, total
 }
 
-func newWriter(t *testing.T, conn clickhouse.Conn, tables schema.Config, change func(*Config)) *Writer {
+// encoders are the two ways sample rows travel: a Native block encoded by
+// the writer over HTTP, and clickhouse-go's batch (the native protocol's
+// path, exercised here over HTTP).
+func encoders(t *testing.T, srv *chtest.Server) map[string]NativeInserter {
+	t.Helper()
+	out := map[string]NativeInserter{"clickhouse-go": nil}
+	if n := nativeOf(t, srv); n != nil {
+		out["native-block"] = n
+	}
+	return out
+}
+
+// nativeOf is the server's Native-block inserter, or a nil interface when
+// it speaks the native protocol.
+func nativeOf(t testing.TB, srv *chtest.Server) NativeInserter {
+	t.Helper()
+	if n := srv.NativeInserter(t); n != nil {
+		return n
+	}
+	return nil
+}
+
+func newWriter(t *testing.T, conn clickhouse.Conn, native NativeInserter, tables schema.Config, change func(*Config)) *Writer {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.FlushInterval = 50 * time.Millisecond
 	if change != nil {
 		change(&cfg)
 	}
-	w, err := New(cfg, tables, conn, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	w, err := New(cfg, tables, conn, native, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = w.Close(context.Background()) })
 	return w
+}
+
+// requireSameRows checks that two queries return the same rows, each
+// exactly once in the second.
+func requireSameRows(t *testing.T, conn clickhouse.Conn, want, got string) {
+	t.Helper()
+	var missing, extra uint64
+	var dup int64
+	ctx := context.Background()
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count() FROM ("+want+" EXCEPT "+got+")").Scan(&missing))
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count() FROM ("+got+" EXCEPT "+want+")").Scan(&extra))
+	require.NoError(t, conn.QueryRow(ctx, "SELECT (SELECT count() FROM ("+got+")) - (SELECT count() FROM (SELECT DISTINCT * FROM ("+got+")))").Scan(&dup))
+	require.Zero(t, missing, "rows of %q missing from %q", want, got)
+	require.Zero(t, extra, "rows of %q not in %q", got, want)
+	require.Zero(t, dup, "duplicate rows in %q", got)
 }
 
 func sum(t *testing.T, conn clickhouse.Conn, tables schema.Config) (int64, uint64) {
@@ -83,41 +121,69 @@ func sum(t *testing.T, conn clickhouse.Conn, tables schema.Config) (int64, uint6
 }
 
 func TestWriteCommitsEveryTable(t *testing.T) {
-	conn := chtest.Get(t).Open(t)
-	tables := migrated(t, conn)
-	w := newWriter(t, conn, tables, nil)
-	batch, total := report(t, 1, 400)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.NoError(t, w.Write(ctx, batch))
+	srv := chtest.Get(t)
+	conn := srv.Open(t)
+	for name, native := range encoders(t, srv) {
+		t.Run(name, func(t *testing.T) {
+			tables := migrated(t, conn)
+			w := newWriter(t, conn, native, tables, nil)
 
-	// Acknowledged means committed: the rows are there right away.
-	got, rows := sum(t, conn, tables)
-	require.Equal(t, total, got)
-	require.Equal(t, uint64(len(batch.Samples)), rows)
+			batch, total := report(t, 1, 400)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			require.NoError(t, w.Write(ctx, batch))
 
-	// Every sample's stack resolves to frames, every frame exists.
-	var missingStacks, missingFrames, missingSeries uint64
-	q := func(sql string, dst *uint64) {
-		require.NoError(t, conn.QueryRow(context.Background(), sql).Scan(dst))
+			// Acknowledged means committed: the rows are there right away.
+			got, rows := sum(t, conn, tables)
+			require.Equal(t, total, got)
+			require.Equal(t, uint64(len(batch.Samples)), rows)
+
+			// Every sample's stack resolves to frames, every frame exists.
+			var missingStacks, missingFrames, missingSeries uint64
+			q := func(sql string, dst *uint64) {
+				require.NoError(t, conn.QueryRow(context.Background(), sql).Scan(dst))
+			}
+			q("SELECT count() FROM "+tables.Qualified(schema.Samples)+" WHERE StackId NOT IN (SELECT StackId FROM "+tables.Qualified(schema.Stacks)+")", &missingStacks)
+			q("SELECT count() FROM (SELECT arrayJoin(FrameIds) AS f FROM "+tables.Qualified(schema.Stacks)+") WHERE f NOT IN (SELECT FrameId FROM "+tables.Qualified(schema.Frames)+")", &missingFrames)
+			q("SELECT count() FROM "+tables.Qualified(schema.Samples)+" WHERE SeriesId NOT IN (SELECT SeriesId FROM "+tables.Qualified(schema.Series)+")", &missingSeries)
+			require.Zero(t, missingStacks)
+			require.Zero(t, missingFrames)
+			require.Zero(t, missingSeries)
+
+			var pod string
+			q2 := "SELECT any(K8sPodName) FROM " + tables.Qualified(schema.Samples)
+			require.NoError(t, conn.QueryRow(context.Background(), q2).Scan(&pod))
+			require.Contains(t, pod, "checkout-")
+
+			// The catalogs list exactly what the samples hold, once each.
+			catalog := [2]string{
+				"SELECT DISTINCT toStartOfHour(Timestamp), TenantId, ProfileType, ServiceName, SeriesId FROM " + tables.Qualified(schema.Samples),
+				"SELECT Hour, TenantId, ProfileType, ServiceName, SeriesId FROM " + tables.Qualified(schema.Catalog),
+			}
+			labels := [2]string{
+				"SELECT DISTINCT toStartOfHour(Timestamp), TenantId, ProfileType, ServiceName, k, v FROM " + tables.Qualified(schema.Samples) +
+					" ARRAY JOIN mapKeys(SampleAttributes) AS k, mapValues(SampleAttributes) AS v",
+				"SELECT Hour, TenantId, ProfileType, ServiceName, Key, Value FROM " + tables.Qualified(schema.SampleLabels),
+			}
+			requireSameRows(t, conn, catalog[0], catalog[1])
+			requireSameRows(t, conn, labels[0], labels[1])
+			var threadNames uint64
+			q("SELECT count() FROM "+tables.Qualified(schema.SampleLabels)+" WHERE Key = 'thread.name'", &threadNames)
+			require.NotZero(t, threadNames)
+
+			again, _ := report(t, 1, 400) // the same entries again: none is written twice
+			require.NoError(t, w.Write(ctx, again))
+			requireSameRows(t, conn, catalog[0], catalog[1])
+			requireSameRows(t, conn, labels[0], labels[1])
+		})
 	}
-	q("SELECT count() FROM "+tables.Qualified(schema.Samples)+" WHERE StackId NOT IN (SELECT StackId FROM "+tables.Qualified(schema.Stacks)+")", &missingStacks)
-	q("SELECT count() FROM (SELECT arrayJoin(FrameIds) AS f FROM "+tables.Qualified(schema.Stacks)+") WHERE f NOT IN (SELECT FrameId FROM "+tables.Qualified(schema.Frames)+")", &missingFrames)
-	q("SELECT count() FROM "+tables.Qualified(schema.Samples)+" WHERE SeriesId NOT IN (SELECT SeriesId FROM "+tables.Qualified(schema.Series)+")", &missingSeries)
-	require.Zero(t, missingStacks)
-	require.Zero(t, missingFrames)
-	require.Zero(t, missingSeries)
-
-	var pod string
-	q2 := "SELECT any(K8sPodName) FROM " + tables.Qualified(schema.Samples)
-	require.NoError(t, conn.QueryRow(context.Background(), q2).Scan(&pod))
-	require.Contains(t, pod, "checkout-")
 }
 
 func TestWriteCombinesConcurrentRequestsAndWritesSymbolsOnce(t *testing.T) {
-	conn := chtest.Get(t).Open(t)
+	srv := chtest.Get(t)
+	conn := srv.Open(t)
 	tables := migrated(t, conn)
-	w := newWriter(t, conn, tables, func(c *Config) { c.FlushInterval = 300 * time.Millisecond })
+	w := newWriter(t, conn, nativeOf(t, srv), tables, func(c *Config) { c.FlushInterval = 300 * time.Millisecond })
 	const requests = 12
 	var want int64
 	batches := make([]*model.Batch, requests)
@@ -154,7 +220,7 @@ func TestWriteCombinesConcurrentRequestsAndWritesSymbolsOnce(t *testing.T) {
 func TestWriteRefusesWhenQueueIsFull(t *testing.T) {
 	conn := unreachable(t)
 	tables := schema.DefaultConfig()
-	w := newWriter(t, conn, tables, func(c *Config) {
+	w := newWriter(t, conn, nil, tables, func(c *Config) {
 		c.MaxBatchSamples, c.MaxQueuedSamples = 10, 10
 		c.RetryInitial, c.RetryMax = 20*time.Millisecond, 50*time.Millisecond
 	})
@@ -181,7 +247,7 @@ func TestWriteRetriesUntilClickHouseIsBack(t *testing.T) {
 	proxy := newToggleProxy(t, srv.Addr)
 	proxy.setUp(false)
 	conn := srv.Open(t, func(o *clickhouse.Options) { o.Addr = []string{proxy.addr()}; o.DialTimeout = time.Second })
-	w := newWriter(t, conn, tables, func(c *Config) { c.RetryInitial, c.RetryMax = 50*time.Millisecond, 200*time.Millisecond })
+	w := newWriter(t, conn, proxiedInserter(t, srv, proxy.addr()), tables, func(c *Config) { c.RetryInitial, c.RetryMax = 50*time.Millisecond, 200*time.Millisecond })
 	batch, total := report(t, 3, 200)
 
 	done := make(chan error, 1)
@@ -203,9 +269,10 @@ func TestWriteRetriesUntilClickHouseIsBack(t *testing.T) {
 }
 
 func TestCloseDrainsAcceptedRequests(t *testing.T) {
-	conn := chtest.Get(t).Open(t)
+	srv := chtest.Get(t)
+	conn := srv.Open(t)
 	tables := migrated(t, conn)
-	w, err := New(func() Config { c := DefaultConfig(); c.FlushInterval = 2 * time.Second; return c }(), tables, conn,
+	w, err := New(func() Config { c := DefaultConfig(); c.FlushInterval = 2 * time.Second; return c }(), tables, conn, nativeOf(t, srv),
 		slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	require.NoError(t, err)
 	var want atomic.Int64
@@ -227,18 +294,23 @@ func TestCloseDrainsAcceptedRequests(t *testing.T) {
 }
 
 func TestDeduplicationTokenMakesRetriesIdempotent(t *testing.T) {
-	conn := chtest.Get(t).Open(t)
-	tables := migrated(t, conn)
-	w := newWriter(t, conn, tables, nil)
-	b, total := report(t, 4, 50)
-	p := &pending{ctx: context.Background(), batch: b, done: make(chan error, 1)}
-	ctx := context.Background()
-	_, err := w.insertSamples(ctx, []*pending{p})
-	require.NoError(t, err)
-	_, err = w.insertSamples(ctx, []*pending{p}) // the same group again, as after an ambiguous failure
-	require.NoError(t, err)
-	got, _ := sum(t, conn, tables)
-	require.Equal(t, total, got, "the repeated insert was deduplicated")
+	srv := chtest.Get(t)
+	conn := srv.Open(t)
+	for name, native := range encoders(t, srv) {
+		t.Run(name, func(t *testing.T) {
+			tables := migrated(t, conn)
+			w := newWriter(t, conn, native, tables, nil)
+			b, total := report(t, 4, 50)
+			p := &pending{ctx: context.Background(), batch: b, done: make(chan error, 1)}
+			ctx := context.Background()
+			_, err := w.insertSamples(ctx, []*pending{p})
+			require.NoError(t, err)
+			_, err = w.insertSamples(ctx, []*pending{p}) // the same group again, as after an ambiguous failure
+			require.NoError(t, err)
+			got, _ := sum(t, conn, tables)
+			require.Equal(t, total, got, "the repeated insert was deduplicated")
+		})
+	}
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -273,6 +345,21 @@ func unreachable(t *testing.T) clickhouse.Conn {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn
+}
+
+// proxiedInserter sends Native blocks through the proxy (nil when the
+// server speaks the native protocol).
+func proxiedInserter(t *testing.T, srv *chtest.Server, addr string) NativeInserter {
+	t.Helper()
+	if nativeOf(t, srv) == nil {
+		return nil
+	}
+	cfg := chclient.DefaultConfig()
+	cfg.Address, cfg.Protocol, cfg.Username = addr, chclient.ProtocolHTTP, srv.Options.Auth.Username
+	n, err := chclient.NewNativeInserter(cfg)
+	require.NoError(t, err)
+	t.Cleanup(n.Close)
+	return n
 }
 
 // toggleProxy forwards TCP to ClickHouse while up and refuses while down.

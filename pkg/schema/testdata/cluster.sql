@@ -192,15 +192,6 @@ ORDER BY (TenantId, ProfileType, ServiceName, Hour, SeriesId)
 TTL Hour + toIntervalSecond(31622400)
 SETTINGS ttl_only_drop_parts = 1;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS `otel`.`otel_profile_catalog_mv` ON CLUSTER 'flamehouse' TO `otel`.`otel_profile_catalog_local`
-AS SELECT DISTINCT
-    toStartOfHour(Timestamp) AS Hour,
-    TenantId,
-    ProfileType,
-    ServiceName,
-    SeriesId
-FROM `otel`.`otel_profile_samples_local`;
-
 CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_catalog` ON CLUSTER 'flamehouse' AS `otel`.`otel_profile_catalog_local`
 ENGINE = Distributed('flamehouse', 'otel', 'otel_profile_catalog_local', cityHash64(TenantId, ServiceName));
 
@@ -218,17 +209,6 @@ PARTITION BY toDate(Hour)
 ORDER BY (TenantId, ProfileType, Key, Value, ServiceName, Hour)
 TTL Hour + toIntervalSecond(31622400)
 SETTINGS ttl_only_drop_parts = 1;
-
-CREATE MATERIALIZED VIEW IF NOT EXISTS `otel`.`otel_profile_sample_labels_mv` ON CLUSTER 'flamehouse' TO `otel`.`otel_profile_sample_labels_local`
-AS SELECT DISTINCT
-    toStartOfHour(Timestamp) AS Hour,
-    TenantId,
-    ProfileType,
-    ServiceName,
-    Key,
-    Value
-FROM `otel`.`otel_profile_samples_local`
-ARRAY JOIN mapKeys(SampleAttributes) AS Key, mapValues(SampleAttributes) AS Value;
 
 CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_sample_labels` ON CLUSTER 'flamehouse' AS `otel`.`otel_profile_sample_labels_local`
 ENGINE = Distributed('flamehouse', 'otel', 'otel_profile_sample_labels_local', cityHash64(TenantId, ServiceName));

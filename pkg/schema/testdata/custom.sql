@@ -168,15 +168,6 @@ PARTITION BY toDate(Hour)
 ORDER BY (TenantId, ProfileType, ServiceName, Hour, SeriesId)
 SETTINGS ttl_only_drop_parts = 1;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS `profiles`.`fh_profile_catalog_mv` TO `profiles`.`fh_profile_catalog`
-AS SELECT DISTINCT
-    toStartOfHour(Timestamp) AS Hour,
-    TenantId,
-    ProfileType,
-    ServiceName,
-    SeriesId
-FROM `profiles`.`fh_profile_samples`;
-
 CREATE TABLE IF NOT EXISTS `profiles`.`fh_profile_sample_labels`
 (
     `Hour` DateTime CODEC(Delta(4), ZSTD(1)),
@@ -190,14 +181,3 @@ ENGINE = ReplacingMergeTree()
 PARTITION BY toDate(Hour)
 ORDER BY (TenantId, ProfileType, Key, Value, ServiceName, Hour)
 SETTINGS ttl_only_drop_parts = 1;
-
-CREATE MATERIALIZED VIEW IF NOT EXISTS `profiles`.`fh_profile_sample_labels_mv` TO `profiles`.`fh_profile_sample_labels`
-AS SELECT DISTINCT
-    toStartOfHour(Timestamp) AS Hour,
-    TenantId,
-    ProfileType,
-    ServiceName,
-    Key,
-    Value
-FROM `profiles`.`fh_profile_samples`
-ARRAY JOIN mapKeys(SampleAttributes) AS Key, mapValues(SampleAttributes) AS Value;

@@ -174,15 +174,6 @@ ORDER BY (TenantId, ProfileType, ServiceName, Hour, SeriesId)
 TTL Hour + toIntervalSecond(31622400)
 SETTINGS ttl_only_drop_parts = 1;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS `otel`.`otel_profile_catalog_mv` TO `otel`.`otel_profile_catalog`
-AS SELECT DISTINCT
-    toStartOfHour(Timestamp) AS Hour,
-    TenantId,
-    ProfileType,
-    ServiceName,
-    SeriesId
-FROM `otel`.`otel_profile_samples`;
-
 CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_sample_labels`
 (
     `Hour` DateTime CODEC(Delta(4), ZSTD(1)),
@@ -197,14 +188,3 @@ PARTITION BY toDate(Hour)
 ORDER BY (TenantId, ProfileType, Key, Value, ServiceName, Hour)
 TTL Hour + toIntervalSecond(31622400)
 SETTINGS ttl_only_drop_parts = 1;
-
-CREATE MATERIALIZED VIEW IF NOT EXISTS `otel`.`otel_profile_sample_labels_mv` TO `otel`.`otel_profile_sample_labels`
-AS SELECT DISTINCT
-    toStartOfHour(Timestamp) AS Hour,
-    TenantId,
-    ProfileType,
-    ServiceName,
-    Key,
-    Value
-FROM `otel`.`otel_profile_samples`
-ARRAY JOIN mapKeys(SampleAttributes) AS Key, mapValues(SampleAttributes) AS Value;

@@ -1,0 +1,254 @@
+package writer
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/flamehouse/flamehouse/pkg/ingest/model"
+)
+
+// The sample insert is encoded by hand in ClickHouse's Native format
+// (the format clickhouse-go sends, as ClickHouse's HTTP interface reads it
+// with `FORMAT Native`). Doing it here rather than through clickhouse-go's
+// generic columns matters for speed: LowCardinality columns go out as a
+// dictionary plus one small index per row, computed once per SampleMeta
+// (rows of a request share a handful of them), so ClickHouse neither parses
+// nor hashes a string per row, and the client does no per-row reflection.
+
+// LowCardinality serialization constants (ClickHouse's
+// SerializationLowCardinality): the state prefix names the
+// "shared dictionaries with additional keys" version, and every column
+// sends its own dictionary ("additional keys") and asks the reader to use it.
+const (
+	lcVersionSharedDictionaries = 1
+	lcHasAdditionalKeys         = 1 << 9
+	lcNeedUpdateDictionary      = 1 << 10
+	lcIndexUInt8                = 0
+	lcIndexUInt16               = 1
+	lcIndexUInt32               = 2
+)
+
+// Native type names of the samples table's columns as they are sent.
+const (
+	typeDateTime   = "DateTime"
+	typeLC         = "LowCardinality(String)"
+	typeUInt64     = "UInt64"
+	typeInt64      = "Int64"
+	typeString     = "String"
+	typeLCMap      = "Map(LowCardinality(String), LowCardinality(String))"
+	lcScalarFields = 10 // TenantId, ServiceName, ProfileType and the seven label columns
+)
+
+// lcDict is the dictionary of one LowCardinality column.
+type lcDict struct {
+	index  map[string]uint32
+	values []string
+}
+
+func (d *lcDict) id(s string) uint32 {
+	if i, ok := d.index[s]; ok {
+		return i
+	}
+	if d.index == nil {
+		d.index = map[string]uint32{}
+	}
+	i := uint32(len(d.values)) //nolint:gosec // G115: a block holds far fewer than 2^32 distinct values
+	d.index[s] = i
+	d.values = append(d.values, s)
+	return i
+}
+
+// nativeSamples encodes sample rows as one Native block.
+type nativeSamples struct {
+	buf  []byte
+	rows int
+	// rowMeta is each row's index into metaIDs.
+	rowMeta []uint32
+	// metaIDs are each SampleMeta's dictionary indices of the
+	// LowCardinality scalar columns.
+	metaIDs [][lcScalarFields]uint32
+	scalar  [lcScalarFields]lcDict
+	// keyIDs and valueIDs are the dictionary indices of every attribute
+	// of every row, in row order.
+	keyIDs, valueIDs []uint32
+	mapKeys, mapVals lcDict
+}
+
+// scalarValues returns the LowCardinality scalar columns of a meta:
+// TenantId, ServiceName, ProfileType, then the label columns.
+func scalarValues(m *model.SampleMeta) [lcScalarFields]string {
+	l := &m.Series.Labels
+	return [lcScalarFields]string{
+		m.Series.Tenant, m.Series.Service, m.ProfileType,
+		l.ServiceNamespace, l.ServiceInstanceID, l.K8sClusterName, l.K8sNamespaceName, l.K8sPodName, l.K8sNodeName, l.K8sContainerName,
+	}
+}
+
+// encodeSamples encodes the samples of a group of requests.
+func encodeSamples(ps []*pending) []byte {
+	n := 0
+	for _, p := range ps {
+		n += len(p.batch.Samples)
+	}
+	e := &nativeSamples{rows: n, rowMeta: make([]uint32, 0, n)}
+	e.index(ps)
+	size := 4096 + n*(4+3*8+2*lcScalarFields+8) + len(e.keyIDs)*4
+	e.buf = make([]byte, 0, size)
+	e.encode(ps)
+	return e.buf
+}
+
+// index assigns every row its dictionary indices.
+func (e *nativeSamples) index(ps []*pending) {
+	seen := map[*model.SampleMeta]uint32{}
+	var last *model.SampleMeta
+	var lastID uint32
+	for _, p := range ps {
+		for i := range p.batch.Samples {
+			s := &p.batch.Samples[i]
+			if s.Meta != last {
+				id, ok := seen[s.Meta]
+				if !ok {
+					id = e.addMeta(s.Meta)
+					seen[s.Meta] = id
+				}
+				last, lastID = s.Meta, id
+			}
+			e.rowMeta = append(e.rowMeta, lastID)
+			for _, kv := range s.Attributes {
+				e.keyIDs = append(e.keyIDs, e.mapKeys.id(kv.Key))
+				e.valueIDs = append(e.valueIDs, e.mapVals.id(kv.Value))
+			}
+		}
+	}
+}
+
+func (e *nativeSamples) addMeta(m *model.SampleMeta) uint32 {
+	var ids [lcScalarFields]uint32
+	for i, v := range scalarValues(m) {
+		ids[i] = e.scalar[i].id(v)
+	}
+	e.metaIDs = append(e.metaIDs, ids)
+	return uint32(len(e.metaIDs) - 1) //nolint:gosec // G115: see lcDict.id
+}
+
+// encode writes the block: column and row counts, then each column's name,
+// type, state prefix and data, in sampleColumns order.
+func (e *nativeSamples) encode(ps []*pending) {
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(sampleColumnNames)))
+	e.buf = binary.AppendUvarint(e.buf, uint64(e.rows)) //nolint:gosec // G115: a count
+	e.header("Timestamp", typeDateTime)
+	eachSample(ps, func(s *model.Sample) {
+		e.buf = binary.LittleEndian.AppendUint32(e.buf, clampDateTime(s.Timestamp))
+	})
+	for i, name := range sampleColumnNames[1:4] {
+		e.lcColumn(name, i)
+	}
+	e.header("StackId", typeUInt64)
+	eachSample(ps, func(s *model.Sample) { e.buf = binary.LittleEndian.AppendUint64(e.buf, s.StackID) })
+	e.header("SeriesId", typeUInt64)
+	eachSample(ps, func(s *model.Sample) { e.buf = binary.LittleEndian.AppendUint64(e.buf, s.Meta.Series.ID) })
+	e.header("Value", typeInt64)
+	eachSample(ps, func(s *model.Sample) { e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(s.Value)) }) //nolint:gosec // G115: two's complement, as Int64 is sent
+	e.header("TraceId", typeString)
+	eachSample(ps, func(s *model.Sample) { e.appendString(s.Meta.TraceID) })
+	e.header("SpanId", typeString)
+	eachSample(ps, func(s *model.Sample) { e.appendString(s.Meta.SpanID) })
+	e.mapColumn(ps)
+	for i, name := range sampleColumnNames[10:] {
+		e.lcColumn(name, 3+i)
+	}
+}
+
+func eachSample(ps []*pending, f func(*model.Sample)) {
+	for _, p := range ps {
+		for i := range p.batch.Samples {
+			f(&p.batch.Samples[i])
+		}
+	}
+}
+
+func (e *nativeSamples) header(name, typ string) {
+	e.appendString(name)
+	e.appendString(typ)
+}
+
+func (e *nativeSamples) appendString(s string) {
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(s)))
+	e.buf = append(e.buf, s...)
+}
+
+// lcColumn writes a LowCardinality(String) column from the rows' metas.
+func (e *nativeSamples) lcColumn(name string, field int) {
+	e.header(name, typeLC)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, lcVersionSharedDictionaries)
+	e.lcData(&e.scalar[field], len(e.rowMeta), func(emit func(uint32)) {
+		for _, m := range e.rowMeta {
+			emit(e.metaIDs[m][field])
+		}
+	})
+}
+
+// lcData writes the data of a LowCardinality column: flags with the index
+// width, the dictionary, then one index per row.
+func (e *nativeSamples) lcData(d *lcDict, rows int, indices func(emit func(uint32))) {
+	var width uint64 = lcIndexUInt32
+	switch {
+	case len(d.values) <= math.MaxUint8+1:
+		width = lcIndexUInt8
+	case len(d.values) <= math.MaxUint16+1:
+		width = lcIndexUInt16
+	}
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, lcHasAdditionalKeys|lcNeedUpdateDictionary|width)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(len(d.values)))
+	for _, v := range d.values {
+		e.appendString(v)
+	}
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(rows)) //nolint:gosec // G115: a count
+	switch width {
+	case lcIndexUInt8:
+		indices(func(i uint32) { e.buf = append(e.buf, byte(i)) }) //nolint:gosec // G115: width chosen from the dictionary size
+	case lcIndexUInt16:
+		indices(func(i uint32) { e.buf = binary.LittleEndian.AppendUint16(e.buf, uint16(i)) }) //nolint:gosec // G115: width chosen from the dictionary size
+	default:
+		indices(func(i uint32) { e.buf = binary.LittleEndian.AppendUint32(e.buf, i) })
+	}
+}
+
+// mapColumn writes SampleAttributes: a Map is an array of (key, value)
+// tuples, sent as the state prefixes of both LowCardinality parts, the
+// cumulative end offset of every row, then all keys and all values.
+func (e *nativeSamples) mapColumn(ps []*pending) {
+	e.header("SampleAttributes", typeLCMap)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, lcVersionSharedDictionaries)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, lcVersionSharedDictionaries)
+	var end uint64
+	eachSample(ps, func(s *model.Sample) {
+		end += uint64(len(s.Attributes))
+		e.buf = binary.LittleEndian.AppendUint64(e.buf, end)
+	})
+	if len(e.keyIDs) == 0 {
+		return // LowCardinality parts without rows are not written
+	}
+	e.lcData(&e.mapKeys, len(e.keyIDs), func(emit func(uint32)) {
+		for _, k := range e.keyIDs {
+			emit(k)
+		}
+	})
+	e.lcData(&e.mapVals, len(e.valueIDs), func(emit func(uint32)) {
+		for _, v := range e.valueIDs {
+			emit(v)
+		}
+	})
+}
+
+// clampDateTime fits Unix seconds into ClickHouse's DateTime (UInt32).
+func clampDateTime(sec int64) uint32 {
+	switch {
+	case sec < 0:
+		return 0
+	case sec > math.MaxUint32:
+		return math.MaxUint32
+	}
+	return uint32(sec)
+}
