@@ -161,9 +161,20 @@ type sampleKey struct {
 	traced                  bool
 }
 
-// Report generates the report that covers [start, start+ReportInterval).
+// Report generates the report that covers [start, start+ReportInterval):
+// every pod's events in one request.
 func (g *Generator) Report(start time.Time) *collectorpb.ExportProfilesServiceRequest {
-	b := otlpbuild.New()
+	return g.reports(start, g.cfg.Pods)[0]
+}
+
+// NodeReports generates the same interval's events as requests of
+// podsPerReport pods each, each with its own dictionary, as profilers on
+// separate nodes send them.
+func (g *Generator) NodeReports(start time.Time, podsPerReport int) []*collectorpb.ExportProfilesServiceRequest {
+	return g.reports(start, max(1, podsPerReport))
+}
+
+func (g *Generator) reports(start time.Time, podsPerReport int) []*collectorpb.ExportProfilesServiceRequest {
 	interval := g.cfg.ReportInterval
 	events := g.Events()
 	byKey := map[sampleKey][]uint64{}
@@ -177,13 +188,40 @@ func (g *Generator) Report(start time.Time) *collectorpb.ExportProfilesServiceRe
 		}
 		byKey[k] = append(byKey[k], ts)
 	}
-	profiles := make([]*pb.Profile, g.cfg.Pods)
-	mappings := []int32{
+	groups := (g.cfg.Pods + podsPerReport - 1) / podsPerReport
+	reports := make([]*report, groups)
+	for i := range reports {
+		reports[i] = g.newReport(start, i*podsPerReport, min(g.cfg.Pods, (i+1)*podsPerReport))
+	}
+	for _, k := range order {
+		reports[k.pod/podsPerReport].add(g, k, byKey[k])
+	}
+	out := make([]*collectorpb.ExportProfilesServiceRequest, groups)
+	for i, r := range reports {
+		out[i] = r.b.Request()
+	}
+	return out
+}
+
+// report is one request being built.
+type report struct {
+	b        *otlpbuild.Builder
+	mappings []int32
+	firstPod int
+	profiles []*pb.Profile
+	stackIdx map[int]int32
+}
+
+func (g *Generator) newReport(start time.Time, firstPod, endPod int) *report {
+	b := otlpbuild.New()
+	r := &report{b: b, firstPod: firstPod, stackIdx: map[int]int32{}}
+	r.mappings = []int32{
 		b.Mapping(0x400000, 0x1400000, 0, "/app/"+g.cfg.Service, "a1b2c3d4e5f60718"),
 		b.Mapping(0x7f0000000000, 0x7f0000400000, 0, "/lib/x86_64-linux-gnu/libc.so.6", "0f9e8d7c6b5a4938"),
 		b.Mapping(0x7f0000400000, 0x7f0000600000, 0, "/lib/x86_64-linux-gnu/libssl.so.3", "1122334455667788"),
 	}
-	for pod := range g.cfg.Pods {
+	interval := g.cfg.ReportInterval
+	for pod := firstPod; pod < endPod; pod++ {
 		rp := b.Resource(
 			"service.name", g.cfg.Service, "service.namespace", "shop",
 			"k8s.namespace.name", "prod", "k8s.pod.name", fmt.Sprintf("%s-%03d", g.cfg.Service, pod),
@@ -192,39 +230,43 @@ func (g *Generator) Report(start time.Time) *collectorpb.ExportProfilesServiceRe
 			"process.pid", strconv.Itoa(1000+pod),
 		)
 		sp := otlpbuild.Scope(rp, "go.opentelemetry.io/ebpf-profiler", "v0.0.202633")
-		profiles[pod] = &pb.Profile{
+		p := &pb.Profile{
 			SampleType: b.ValueType("samples", "count"), PeriodType: b.ValueType("cpu", "nanoseconds"),
 			Period: 50_000_000, TimeUnixNano: uint64(start.UnixNano()), DurationNano: uint64(interval), //nolint:gosec // G115: positive
 		}
-		sp.Profiles = append(sp.Profiles, profiles[pod])
+		sp.Profiles = append(sp.Profiles, p)
+		r.profiles = append(r.profiles, p)
 	}
-	stackIdx := map[int]int32{}
-	for _, k := range order {
-		si, ok := stackIdx[k.stack]
-		if !ok {
-			si = g.stack(b, mappings, k.stack)
-			stackIdx[k.stack] = si
-		}
-		s := &pb.Sample{
-			StackIndex:         si,
-			TimestampsUnixNano: byKey[k],
-			AttributeIndices: []int32{
-				b.Attr("thread.name", fmt.Sprintf("worker-%d", k.thread%8)),
-				b.Attr("thread.id", strconv.Itoa(1000*k.pod+k.thread)),
-				b.Attr("cpu.logical_number", strconv.Itoa(k.cpu)),
-			},
-		}
-		if k.traced {
-			var trace [16]byte
-			var span [8]byte
-			binary.LittleEndian.PutUint64(trace[:], g.rng.Uint64())
-			binary.LittleEndian.PutUint64(trace[8:], g.rng.Uint64())
-			binary.LittleEndian.PutUint64(span[:], g.rng.Uint64())
-			s.LinkIndex = b.Link(trace, span)
-		}
-		profiles[k.pod].Samples = append(profiles[k.pod].Samples, s)
+	return r
+}
+
+// add adds one sample (a key and its timestamps) to the report.
+func (r *report) add(g *Generator, k sampleKey, stamps []uint64) {
+	b := r.b
+	si, ok := r.stackIdx[k.stack]
+	if !ok {
+		si = g.stack(b, r.mappings, k.stack)
+		r.stackIdx[k.stack] = si
 	}
-	return b.Request()
+	s := &pb.Sample{
+		StackIndex:         si,
+		TimestampsUnixNano: stamps,
+		AttributeIndices: []int32{
+			b.Attr("thread.name", fmt.Sprintf("worker-%d", k.thread%8)),
+			b.Attr("thread.id", strconv.Itoa(1000*k.pod+k.thread)),
+			b.Attr("cpu.logical_number", strconv.Itoa(k.cpu)),
+		},
+	}
+	if k.traced {
+		var trace [16]byte
+		var span [8]byte
+		binary.LittleEndian.PutUint64(trace[:], g.rng.Uint64())
+		binary.LittleEndian.PutUint64(trace[8:], g.rng.Uint64())
+		binary.LittleEndian.PutUint64(span[:], g.rng.Uint64())
+		s.LinkIndex = b.Link(trace, span)
+	}
+	p := r.profiles[k.pod-r.firstPod]
+	p.Samples = append(p.Samples, s)
 }
 
 // stack interns a pool stack into a report's dictionary.

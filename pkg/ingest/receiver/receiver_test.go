@@ -44,7 +44,23 @@ type env struct {
 	tables schema.Config
 }
 
+// newEnv uses short timeouts and flush intervals, for tests.
 func newEnv(t testing.TB, change func(*Config), conn ...clickhouse.Conn) *env {
+	t.Helper()
+	wcfg := writer.DefaultConfig()
+	wcfg.FlushInterval = 50 * time.Millisecond
+	wcfg.RetryInitial, wcfg.RetryMax = 20*time.Millisecond, 100*time.Millisecond
+	cfg := DefaultConfig()
+	cfg.RequestTimeout = 3 * time.Second
+	if change != nil {
+		change(&cfg)
+	}
+	return newEnvWith(t, cfg, wcfg, conn...)
+}
+
+// newEnvWith builds an env from receiver and writer configs (listeners on
+// free ports).
+func newEnvWith(t testing.TB, cfg Config, wcfg writer.Config, conn ...clickhouse.Conn) *env {
 	t.Helper()
 	direct := chtest.Get(t).Open(t)
 	var b [5]byte
@@ -67,19 +83,11 @@ func newEnv(t testing.TB, change func(*Config), conn ...clickhouse.Conn) *env {
 	if len(conn) > 0 {
 		writeConn, native = conn[0], nil
 	}
-	wcfg := writer.DefaultConfig()
-	wcfg.FlushInterval = 50 * time.Millisecond
-	wcfg.RetryInitial, wcfg.RetryMax = 20*time.Millisecond, 100*time.Millisecond
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.DiscardHandler)
 	w, err := writer.New(wcfg, tables, writeConn, native, log, reg)
 	require.NoError(t, err)
-	cfg := DefaultConfig()
 	cfg.GRPCListenAddress, cfg.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.RequestTimeout = 3 * time.Second
-	if change != nil {
-		change(&cfg)
-	}
 	r, err := New(cfg, w, func(ctx context.Context) error { return direct.Ping(ctx) }, log, reg)
 	require.NoError(t, err)
 	r.Start()

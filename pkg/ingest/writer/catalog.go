@@ -1,9 +1,6 @@
 package writer
 
 import (
-	"context"
-	"time"
-
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
@@ -136,30 +133,23 @@ func (c *catalogs) rememberAll(cache *symbolCache) {
 	}
 }
 
-func (w *Writer) insertCatalog(ctx context.Context, rows []catalogRow) error {
-	b, err := w.prepare(ctx, schema.Catalog, "Hour, TenantId, ProfileType, ServiceName, SeriesId")
-	if err != nil {
-		return err
-	}
-	for _, r := range rows {
-		if err := b.Append(time.Unix(r.hour, 0).UTC(), r.scope.tenant, r.scope.profileType, r.scope.service, r.series); err != nil {
-			_ = b.Abort()
-			return err
-		}
-	}
-	return b.Send()
+func catalogRows(rows []catalogRow) *rowSet {
+	return &rowSet{table: schema.Catalog, rows: len(rows), cols: []column{
+		{name: "Hour", kind: colDateTime, num: func(i int) uint64 { return uint64(rows[i].hour) }}, //nolint:gosec // G115: after 1970
+		{name: "TenantId", kind: colLC, str: func(i int) string { return rows[i].scope.tenant }},
+		{name: "ProfileType", kind: colLC, str: func(i int) string { return rows[i].scope.profileType }},
+		{name: "ServiceName", kind: colLC, str: func(i int) string { return rows[i].scope.service }},
+		{name: "SeriesId", kind: colUInt64, num: func(i int) uint64 { return rows[i].series }},
+	}}
 }
 
-func (w *Writer) insertLabels(ctx context.Context, rows []labelRow) error {
-	b, err := w.prepare(ctx, schema.SampleLabels, "Hour, TenantId, ProfileType, ServiceName, Key, Value")
-	if err != nil {
-		return err
-	}
-	for _, r := range rows {
-		if err := b.Append(time.Unix(r.hour, 0).UTC(), r.scope.tenant, r.scope.profileType, r.scope.service, r.kv.Key, r.kv.Value); err != nil {
-			_ = b.Abort()
-			return err
-		}
-	}
-	return b.Send()
+func labelRows(rows []labelRow) *rowSet {
+	return &rowSet{table: schema.SampleLabels, rows: len(rows), cols: []column{
+		{name: "Hour", kind: colDateTime, num: func(i int) uint64 { return uint64(rows[i].hour) }}, //nolint:gosec // G115: after 1970
+		{name: "TenantId", kind: colLC, str: func(i int) string { return rows[i].scope.tenant }},
+		{name: "ProfileType", kind: colLC, str: func(i int) string { return rows[i].scope.profileType }},
+		{name: "ServiceName", kind: colLC, str: func(i int) string { return rows[i].scope.service }},
+		{name: "Key", kind: colLC, str: func(i int) string { return rows[i].kv.Key }},
+		{name: "Value", kind: colString, str: func(i int) string { return rows[i].kv.Value }},
+	}}
 }

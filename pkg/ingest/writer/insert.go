@@ -24,29 +24,22 @@ const insertTimeout = 60 * time.Second
 func (w *Writer) write(ps []*pending) error {
 	ctx, cancel := context.WithTimeout(context.Background(), insertTimeout)
 	defer cancel()
-	day := w.now().UTC().Truncate(24 * time.Hour)
-	dayNum := int32(day.Unix() / 86400) //nolint:gosec // G115: days since 1970 fit
+	day := uint64(w.now().Unix() / 86400) //nolint:gosec // G115: after 1970
+	dayNum := int32(day)                  //nolint:gosec // G115: days since 1970 fit
 	meta := w.newMetadata(ps, dayNum)
 	cats := w.newCatalogs(ps)
-	steps := []struct {
-		table string
-		rows  int
-		send  func(context.Context) error
-	}{
-		{schema.Series, len(meta.series), func(ctx context.Context) error { return w.insertSeries(ctx, meta.series, day) }},
-		{schema.Frames, len(meta.frames), func(ctx context.Context) error { return w.insertFrames(ctx, meta.frames, day) }},
-		{schema.Stacks, len(meta.stacks), func(ctx context.Context) error { return w.insertStacks(ctx, meta.stacks, day) }},
-		{schema.Catalog, len(cats.series), func(ctx context.Context) error { return w.insertCatalog(ctx, cats.series) }},
-		{schema.SampleLabels, len(cats.labels), func(ctx context.Context) error { return w.insertLabels(ctx, cats.labels) }},
+	steps := []*rowSet{
+		seriesRows(meta.series, day), frameRows(meta.frames, day), stackRows(meta.stacks, day),
+		catalogRows(cats.series), labelRows(cats.labels),
 	}
-	for _, st := range steps {
-		if st.rows == 0 {
+	for _, rs := range steps {
+		if rs.rows == 0 {
 			continue
 		}
-		if err := st.send(ctx); err != nil {
-			return fmt.Errorf("insert into %s: %w", w.tables.Name(st.table), err)
+		if err := w.insertRows(ctx, rs); err != nil {
+			return fmt.Errorf("insert into %s: %w", w.tables.Name(rs.table), err)
 		}
-		w.metrics.written.WithLabelValues(st.table).Add(float64(st.rows))
+		w.metrics.written.WithLabelValues(rs.table).Add(float64(rs.rows))
 	}
 	meta.remember(w.cache, dayNum)
 	cats.rememberAll(w.cache)
@@ -116,64 +109,51 @@ func (m *metadata) remember(c *symbolCache, day int32) {
 	}
 }
 
-func (w *Writer) prepare(ctx context.Context, table, columns string) (batchSender, error) {
-	b, err := w.conn.PrepareBatch(ctx, "INSERT INTO "+w.tables.Qualified(table)+" ("+columns+")")
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
+func seriesRows(series []*model.Series, day uint64) *rowSet {
+	return &rowSet{table: schema.Series, rows: len(series), cols: []column{
+		{name: "TenantId", kind: colLC, str: func(i int) string { return series[i].Tenant }},
+		{name: "ServiceName", kind: colLC, str: func(i int) string { return series[i].Service }},
+		{name: "SeriesId", kind: colUInt64, num: func(i int) uint64 { return series[i].ID }},
+		{name: "ResourceAttributes", kind: colLCStringMap, kvs: func(i int) []model.KV { return model.SortedKVs(series[i].Attributes) }},
+		{name: "LastSeen", kind: colDate, num: func(int) uint64 { return day }},
+	}}
 }
 
-// batchSender is the part of a clickhouse-go batch the writer uses.
-type batchSender interface {
-	Append(v ...any) error
-	Send() error
-	Abort() error
+func frameRows(frames []serviceFrame, day uint64) *rowSet {
+	f := func(i int) *model.Frame { return frames[i].frame }
+	return &rowSet{table: schema.Frames, rows: len(frames), cols: []column{
+		{name: "TenantId", kind: colLC, str: func(i int) string { return frames[i].svc.Tenant }},
+		{name: "ServiceName", kind: colLC, str: func(i int) string { return frames[i].svc.Service }},
+		{name: "FrameId", kind: colUInt64, num: func(i int) uint64 { return f(i).ID }},
+		{name: "FunctionName", kind: colString, str: func(i int) string { return f(i).FunctionName }},
+		{name: "SystemName", kind: colString, str: func(i int) string { return f(i).SystemName }},
+		{name: "FileName", kind: colString, str: func(i int) string { return f(i).FileName }},
+		{name: "Line", kind: colUInt32, num: func(i int) uint64 { return uint64(f(i).Line) }},
+		{name: "Column", kind: colUInt32, num: func(i int) uint64 { return uint64(f(i).Column) }},
+		{name: "Inlined", kind: colBool, num: func(i int) uint64 { return boolNum(f(i).Inlined) }},
+		{name: "MappingFile", kind: colLC, str: func(i int) string { return f(i).MappingFile }},
+		{name: "BuildId", kind: colLC, str: func(i int) string { return f(i).BuildID }},
+		{name: "Address", kind: colUInt64, num: func(i int) uint64 { return f(i).Address }},
+		{name: "FrameType", kind: colLC, str: func(i int) string { return f(i).FrameType }},
+		{name: "LastSeen", kind: colDate, num: func(int) uint64 { return day }},
+	}}
 }
 
-func (w *Writer) insertSeries(ctx context.Context, series []*model.Series, day time.Time) error {
-	b, err := w.prepare(ctx, schema.Series, "TenantId, ServiceName, SeriesId, ResourceAttributes, LastSeen")
-	if err != nil {
-		return err
-	}
-	for _, s := range series {
-		if err := b.Append(s.Tenant, s.Service, s.ID, s.Attributes, day); err != nil {
-			_ = b.Abort()
-			return err
-		}
-	}
-	return b.Send()
+func stackRows(stacks []serviceStack, day uint64) *rowSet {
+	return &rowSet{table: schema.Stacks, rows: len(stacks), cols: []column{
+		{name: "TenantId", kind: colLC, str: func(i int) string { return stacks[i].svc.Tenant }},
+		{name: "ServiceName", kind: colLC, str: func(i int) string { return stacks[i].svc.Service }},
+		{name: "StackId", kind: colUInt64, num: func(i int) uint64 { return stacks[i].stack.ID }},
+		{name: "FrameIds", kind: colUInt64Array, ids: func(i int) []uint64 { return stacks[i].stack.FrameIDs }},
+		{name: "LastSeen", kind: colDate, num: func(int) uint64 { return day }},
+	}}
 }
 
-func (w *Writer) insertFrames(ctx context.Context, frames []serviceFrame, day time.Time) error {
-	b, err := w.prepare(ctx, schema.Frames, "TenantId, ServiceName, FrameId, FunctionName, SystemName, FileName, Line, Column, "+
-		"Inlined, MappingFile, BuildId, Address, FrameType, LastSeen")
-	if err != nil {
-		return err
+func boolNum(b bool) uint64 {
+	if b {
+		return 1
 	}
-	for _, sf := range frames {
-		f := sf.frame
-		if err := b.Append(sf.svc.Tenant, sf.svc.Service, f.ID, f.FunctionName, f.SystemName, f.FileName, f.Line, f.Column,
-			f.Inlined, f.MappingFile, f.BuildID, f.Address, f.FrameType, day); err != nil {
-			_ = b.Abort()
-			return err
-		}
-	}
-	return b.Send()
-}
-
-func (w *Writer) insertStacks(ctx context.Context, stacks []serviceStack, day time.Time) error {
-	b, err := w.prepare(ctx, schema.Stacks, "TenantId, ServiceName, StackId, FrameIds, LastSeen")
-	if err != nil {
-		return err
-	}
-	for _, ss := range stacks {
-		if err := b.Append(ss.svc.Tenant, ss.svc.Service, ss.stack.ID, ss.stack.FrameIDs, day); err != nil {
-			_ = b.Abort()
-			return err
-		}
-	}
-	return b.Send()
+	return 0
 }
 
 // sampleColumns are the samples table's columns, in insert order.

@@ -58,9 +58,16 @@ func (d *lcDict) id(s string) uint32 {
 	return i
 }
 
+// nativeBuf is a Native block being written.
+type nativeBuf struct {
+	buf []byte
+	// scratch holds one column's dictionary indices.
+	scratch []uint32
+}
+
 // nativeSamples encodes sample rows as one Native block.
 type nativeSamples struct {
-	buf  []byte
+	nativeBuf
 	rows int
 	// rowMeta is each row's index into metaIDs.
 	rowMeta []uint32
@@ -168,12 +175,12 @@ func eachSample(ps []*pending, f func(*model.Sample)) {
 	}
 }
 
-func (e *nativeSamples) header(name, typ string) {
+func (e *nativeBuf) header(name, typ string) {
 	e.appendString(name)
 	e.appendString(typ)
 }
 
-func (e *nativeSamples) appendString(s string) {
+func (e *nativeBuf) appendString(s string) {
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(s)))
 	e.buf = append(e.buf, s...)
 }
@@ -182,16 +189,17 @@ func (e *nativeSamples) appendString(s string) {
 func (e *nativeSamples) lcColumn(name string, field int) {
 	e.header(name, typeLC)
 	e.buf = binary.LittleEndian.AppendUint64(e.buf, lcVersionSharedDictionaries)
-	e.lcData(&e.scalar[field], len(e.rowMeta), func(emit func(uint32)) {
-		for _, m := range e.rowMeta {
-			emit(e.metaIDs[m][field])
-		}
-	})
+	ids := e.scratch[:0]
+	for _, m := range e.rowMeta {
+		ids = append(ids, e.metaIDs[m][field])
+	}
+	e.scratch = ids
+	e.lcData(&e.scalar[field], ids)
 }
 
 // lcData writes the data of a LowCardinality column: flags with the index
 // width, the dictionary, then one index per row.
-func (e *nativeSamples) lcData(d *lcDict, rows int, indices func(emit func(uint32))) {
+func (e *nativeBuf) lcData(d *lcDict, ids []uint32) {
 	var width uint64 = lcIndexUInt32
 	switch {
 	case len(d.values) <= math.MaxUint8+1:
@@ -204,14 +212,20 @@ func (e *nativeSamples) lcData(d *lcDict, rows int, indices func(emit func(uint3
 	for _, v := range d.values {
 		e.appendString(v)
 	}
-	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(rows)) //nolint:gosec // G115: a count
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(len(ids)))
 	switch width {
 	case lcIndexUInt8:
-		indices(func(i uint32) { e.buf = append(e.buf, byte(i)) }) //nolint:gosec // G115: width chosen from the dictionary size
+		for _, i := range ids {
+			e.buf = append(e.buf, byte(i)) //nolint:gosec // G115: width chosen from the dictionary size
+		}
 	case lcIndexUInt16:
-		indices(func(i uint32) { e.buf = binary.LittleEndian.AppendUint16(e.buf, uint16(i)) }) //nolint:gosec // G115: width chosen from the dictionary size
+		for _, i := range ids {
+			e.buf = binary.LittleEndian.AppendUint16(e.buf, uint16(i)) //nolint:gosec // G115: as above
+		}
 	default:
-		indices(func(i uint32) { e.buf = binary.LittleEndian.AppendUint32(e.buf, i) })
+		for _, i := range ids {
+			e.buf = binary.LittleEndian.AppendUint32(e.buf, i)
+		}
 	}
 }
 
@@ -230,16 +244,8 @@ func (e *nativeSamples) mapColumn(ps []*pending) {
 	if len(e.keyIDs) == 0 {
 		return // LowCardinality parts without rows are not written
 	}
-	e.lcData(&e.mapKeys, len(e.keyIDs), func(emit func(uint32)) {
-		for _, k := range e.keyIDs {
-			emit(k)
-		}
-	})
-	e.lcData(&e.mapVals, len(e.valueIDs), func(emit func(uint32)) {
-		for _, v := range e.valueIDs {
-			emit(v)
-		}
-	})
+	e.lcData(&e.mapKeys, e.keyIDs)
+	e.lcData(&e.mapVals, e.valueIDs)
 }
 
 // clampDateTime fits Unix seconds into ClickHouse's DateTime (UInt32).

@@ -97,6 +97,48 @@ func newWriter(t *testing.T, conn clickhouse.Conn, native NativeInserter, tables
 	return w
 }
 
+// requireMetadataStored reads back every frame, stack and series of a
+// batch, column by column.
+func requireMetadataStored(t *testing.T, conn clickhouse.Conn, tables schema.Config, b *model.Batch) {
+	t.Helper()
+	ctx := context.Background()
+	frames := map[uint64]model.Frame{}
+	rows, err := conn.Query(ctx, "SELECT FrameId, FunctionName, SystemName, FileName, Line, Column, Inlined, MappingFile, BuildId, Address, FrameType FROM "+
+		tables.Qualified(schema.Frames))
+	require.NoError(t, err)
+	for rows.Next() {
+		var f model.Frame
+		require.NoError(t, rows.Scan(&f.ID, &f.FunctionName, &f.SystemName, &f.FileName, &f.Line, &f.Column, &f.Inlined, &f.MappingFile, &f.BuildID, &f.Address, &f.FrameType))
+		frames[f.ID] = f
+	}
+	require.NoError(t, rows.Err())
+	stacks := map[uint64][]uint64{}
+	rows, err = conn.Query(ctx, "SELECT StackId, FrameIds FROM "+tables.Qualified(schema.Stacks))
+	require.NoError(t, err)
+	for rows.Next() {
+		var id uint64
+		var ids []uint64
+		require.NoError(t, rows.Scan(&id, &ids))
+		stacks[id] = ids
+	}
+	require.NoError(t, rows.Err())
+	for _, sym := range b.Symbols {
+		for id, f := range sym.Frames {
+			require.Equal(t, *f, frames[id], "frame %d", id)
+		}
+		for id, st := range sym.Stacks {
+			require.Equal(t, st.FrameIDs, stacks[id], "stack %d", id)
+		}
+	}
+	for _, s := range b.Series {
+		var attrs map[string]string
+		var pod string
+		require.NoError(t, conn.QueryRow(ctx, "SELECT ResourceAttributes, K8sPodName FROM "+tables.Qualified(schema.Series)+" WHERE SeriesId = ?", s.ID).Scan(&attrs, &pod))
+		require.Equal(t, s.Attributes, attrs)
+		require.Equal(t, s.Labels.K8sPodName, pod)
+	}
+}
+
 // requireSameRows checks that two queries return the same rows, each
 // exactly once in the second.
 func requireSameRows(t *testing.T, conn clickhouse.Conn, want, got string) {
@@ -154,6 +196,8 @@ func TestWriteCommitsEveryTable(t *testing.T) {
 			q2 := "SELECT any(K8sPodName) FROM " + tables.Qualified(schema.Samples)
 			require.NoError(t, conn.QueryRow(context.Background(), q2).Scan(&pod))
 			require.Contains(t, pod, "checkout-")
+
+			requireMetadataStored(t, conn, tables, batch)
 
 			// The catalogs list exactly what the samples hold, once each.
 			catalog := [2]string{
