@@ -194,12 +194,16 @@ func (w *Writer) answer(ps []*pending, err error) {
 	rows := 0
 	for _, p := range ps {
 		rows += len(p.batch.Samples)
-		p.done <- err
 	}
+	// Space is freed before the answer, so that a sender that was just
+	// answered never finds its own rows still queued.
 	w.mu.Lock()
 	w.queued -= rows
 	w.metrics.queue.Set(float64(w.queued))
 	w.mu.Unlock()
+	for _, p := range ps {
+		p.done <- err
+	}
 }
 
 // Close stops accepting batches, writes every accepted one and returns
