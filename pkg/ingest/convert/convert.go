@@ -2,6 +2,11 @@
 // v1.11) and turns them into Flamehouse rows: summed samples, deduplicated
 // stacks, frames and series.
 //
+// It works on the flat tables of package otlpwire: every dictionary entry
+// is resolved at most once per request, strings alias the payload, and
+// rows, frames and attribute sets live in a few per-request arrays, so the
+// cost per event is a handful of array lookups.
+//
 // Validation follows profcheck, the OpenTelemetry profiling SIG's
 // conformance checker: every index is checked against its table, index 0
 // means "unset", sentinels must be zero values, attribute keys unique, link
@@ -13,16 +18,15 @@
 package convert
 
 import (
-	"encoding/hex"
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	pb "go.opentelemetry.io/proto/otlp/profiles/v1development"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
+	"github.com/flamehouse/flamehouse/pkg/ingest/otlpwire"
 )
 
 // Options steer a conversion.
@@ -49,7 +53,8 @@ func DefaultOptions(tenant string) Options {
 
 // Result is a converted request.
 type Result struct {
-	// Batch holds the rows of every accepted profile.
+	// Batch holds the rows of every accepted profile. Its strings alias
+	// the payload.
 	Batch *model.Batch
 	// Profiles counts the profiles in the request.
 	Profiles int
@@ -60,117 +65,156 @@ type Result struct {
 // Accepted is the number of profiles whose rows are in the batch.
 func (r *Result) Accepted() int { return r.Profiles - len(r.Rejected) }
 
-// Convert validates a request and converts its valid profiles. It returns
-// a *RequestError when the request as a whole cannot be used.
+// Convert validates a decoded request and converts its valid profiles. It
+// encodes the request and converts the bytes: the converter works on the
+// wire form (see Protobuf).
 func Convert(req *collectorpb.ExportProfilesServiceRequest, opts Options) (*Result, error) {
+	payload, err := proto.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode the request: %w", err)
+	}
+	return Protobuf(payload, opts)
+}
+
+// Protobuf decodes an ExportProfilesServiceRequest's protobuf encoding and
+// converts its valid profiles. It returns a *RequestError when the request
+// as a whole cannot be used. The result's strings alias payload, which
+// must not change while the result is in use.
+func Protobuf(payload []byte, opts Options) (*Result, error) {
+	req, err := otlpwire.Decode(payload)
+	if err != nil {
+		return nil, &RequestError{Reason: ReasonMalformed, Message: "rejected the request: it is not a valid protobuf ExportProfilesServiceRequest: " + err.Error()}
+	}
+	return convertRequest(req, opts)
+}
+
+func convertRequest(req *otlpwire.Request, opts Options) (*Result, error) {
+	res, err := convertValid(req, opts)
+	var re *RequestError
+	if errors.As(err, &re) {
+		re.Profiles = countProfiles(req)
+	}
+	return res, err
+}
+
+func countProfiles(req *otlpwire.Request) int {
+	n := 0
+	for ri := range req.Resources {
+		for si := range req.Resources[ri].Scopes {
+			n += len(req.Resources[ri].Scopes[si].Profiles)
+		}
+	}
+	return n
+}
+
+func convertValid(req *otlpwire.Request, opts Options) (*Result, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if opts.MaxStackDepth <= 0 {
 		opts.MaxStackDepth = 2048
 	}
-	if hasUnknown(req) {
+	if req.Unknown {
 		return nil, unknownFieldsError("the export request")
 	}
-	dict := req.GetDictionary()
-	if dict == nil {
-		dict = &pb.ProfilesDictionary{}
-	}
-	if err := checkDictionary(dict); err != nil {
+	if err := checkDictionary(req); err != nil {
 		return nil, err
 	}
-	c := newConverter(dict, opts)
+	c := newConverter(req, opts)
 	res := &Result{Batch: model.NewBatch()}
-	for ri, rp := range req.GetResourceProfiles() {
-		c.resource(ri, rp, res)
+	c.reserveRows(res.Batch)
+	for ri := range req.Resources {
+		c.resource(ri, &req.Resources[ri], res)
 	}
+	c.emitSymbols(res.Batch)
 	return res, nil
 }
 
 // resource converts one ResourceProfiles.
-func (c *converter) resource(ri int, rp *pb.ResourceProfiles, res *Result) {
-	path := fmt.Sprintf("resource_profiles[%d]", ri)
-	count := 0
-	for _, sp := range rp.GetScopeProfiles() {
-		count += len(sp.GetProfiles())
+func (c *converter) resource(ri int, rp *otlpwire.ResourceProfiles, res *Result) {
+	path := func() string { return fmt.Sprintf("resource_profiles[%d]", ri) }
+	for _, sp := range rp.Scopes {
+		res.Profiles += len(sp.Profiles)
 	}
-	res.Profiles += count
 	rejectAll := func(err error) {
-		for si, sp := range rp.GetScopeProfiles() {
-			for pi := range sp.GetProfiles() {
-				res.Rejected = append(res.Rejected, rejection(fmt.Sprintf("%s.scope_profiles[%d].profiles[%d]", path, si, pi), err))
+		for si := range rp.Scopes {
+			for pi := range rp.Scopes[si].Profiles {
+				res.Rejected = append(res.Rejected, rejection(fmt.Sprintf("%s.scope_profiles[%d].profiles[%d]", path(), si, pi), err))
 			}
 		}
 	}
-	if hasUnknown(rp) || hasUnknown(rp.GetResource()) {
-		rejectAll(unknownFields(path))
+	if rp.Unknown || rp.Resource.Unknown {
+		rejectAll(unknownFields(path()))
 		return
 	}
-	attrs, err := c.keyValues(rp.GetResource().GetAttributes())
+	attrs, err := c.keyValues(rp.Resource.Attributes)
 	if err != nil {
-		rejectAll(wrap(err, path+".resource.attributes"))
+		rejectAll(wrap(err, path()+".resource.attributes"))
 		return
 	}
-	for si, sp := range rp.GetScopeProfiles() {
-		spath := fmt.Sprintf("%s.scope_profiles[%d]", path, si)
+	for si := range rp.Scopes {
+		sp := &rp.Scopes[si]
+		spath := func() string { return fmt.Sprintf("%s.scope_profiles[%d]", path(), si) }
 		series, err := c.series(attrs, sp)
 		if err != nil {
-			for pi := range sp.GetProfiles() {
-				res.Rejected = append(res.Rejected, rejection(fmt.Sprintf("%s.profiles[%d]", spath, pi), wrap(err, spath)))
+			for pi := range sp.Profiles {
+				res.Rejected = append(res.Rejected, rejection(fmt.Sprintf("%s.profiles[%d]", spath(), pi), wrap(err, spath())))
 			}
 			continue
 		}
+		svc := c.serviceIndex(series)
 		// A pprof-style scope sends CPU time itself (cpu/nanoseconds) next to
 		// the sample counts: converting the counts too would count twice.
 		cpuAsTime := c.opts.CPUSamplesAsTime && !c.hasCPUTimeProfile(sp)
-		for pi, p := range sp.GetProfiles() {
-			ppath := fmt.Sprintf("%s.profiles[%d]", spath, pi)
-			rows, err := c.profile(p, cpuAsTime)
-			if err != nil {
-				res.Rejected = append(res.Rejected, rejection(ppath, err))
+		accepted := false
+		for pi := range sp.Profiles {
+			if err := c.profile(&sp.Profiles[pi], series, svc, cpuAsTime, res.Batch); err != nil {
+				res.Rejected = append(res.Rejected, rejection(fmt.Sprintf("%s.profiles[%d]", spath(), pi), err))
 				continue
 			}
-			rows.addTo(res.Batch, series)
+			accepted = true
 		}
-		res.Batch.Series = append(res.Batch.Series, series)
+		if accepted {
+			res.Batch.Series = append(res.Batch.Series, series)
+		}
 	}
 }
 
 // series builds the series of a scope: resource attributes plus the scope's
 // name, version and attributes.
-func (c *converter) series(resource map[string]string, sp *pb.ScopeProfiles) (*model.Series, error) {
-	if hasUnknown(sp) || hasUnknown(sp.GetScope()) {
+func (c *converter) series(resource map[string]string, sp *otlpwire.ScopeProfiles) (*model.Series, error) {
+	if sp.Unknown || sp.Scope.Unknown {
 		return nil, unknownFields("scope")
 	}
 	attrs := make(map[string]string, len(resource)+4)
 	for k, v := range resource {
 		attrs[k] = v
 	}
-	if scope := sp.GetScope(); scope != nil {
-		scopeAttrs, err := c.keyValues(scope.GetAttributes())
-		if err != nil {
-			return nil, wrap(err, "scope.attributes")
+	scope := &sp.Scope
+	scopeAttrs, err := c.keyValues(scope.Attributes)
+	if err != nil {
+		return nil, wrap(err, "scope.attributes")
+	}
+	for k, v := range scopeAttrs {
+		if _, isResource := attrs[k]; !isResource {
+			attrs[k] = v
 		}
-		for k, v := range scopeAttrs {
-			if _, isResource := attrs[k]; !isResource {
-				attrs[k] = v
-			}
-		}
-		if scope.GetName() != "" {
-			attrs["otel.scope.name"] = scope.GetName()
-		}
-		if scope.GetVersion() != "" {
-			attrs["otel.scope.version"] = scope.GetVersion()
-		}
+	}
+	if scope.Name != "" {
+		attrs["otel.scope.name"] = scope.Name
+	}
+	if scope.Version != "" {
+		attrs["otel.scope.version"] = scope.Version
 	}
 	return model.NewSeries(c.opts.Tenant, ServiceName(attrs), attrs), nil
 }
 
 // hasCPUTimeProfile reports whether a scope has a cpu/nanoseconds profile.
-func (c *converter) hasCPUTimeProfile(sp *pb.ScopeProfiles) bool {
-	for _, p := range sp.GetProfiles() {
-		typ, err1 := c.str(p.GetSampleType().GetTypeStrindex(), "")
-		unit, err2 := c.str(p.GetSampleType().GetUnitStrindex(), "")
+func (c *converter) hasCPUTimeProfile(sp *otlpwire.ScopeProfiles) bool {
+	for i := range sp.Profiles {
+		st := &sp.Profiles[i].SampleType
+		typ, err1 := c.str(st.TypeStrindex, "")
+		unit, err2 := c.str(st.UnitStrindex, "")
 		if err1 == nil && err2 == nil && typ == "cpu" && unit == "nanoseconds" {
 			return true
 		}
@@ -188,79 +232,4 @@ func ServiceName(attrs map[string]string) string {
 		return "unknown_service:" + exe
 	}
 	return "unknown_service"
-}
-
-// keyValues resolves resource or scope attributes, whose keys and string
-// values may be references into the dictionary's string table.
-func (c *converter) keyValues(kvs []*commonpb.KeyValue) (map[string]string, error) {
-	out := make(map[string]string, len(kvs))
-	for i, kv := range kvs {
-		if hasUnknown(kv) {
-			return nil, unknownFields(fmt.Sprintf("attributes[%d]", i))
-		}
-		key := kv.GetKey()
-		if idx := kv.GetKeyStrindex(); idx != 0 {
-			if key != "" {
-				return nil, invalid(ReasonInvalidAttribute, "attributes[%d] sets both key and key_strindex", i)
-			}
-			s, err := c.str(idx, "key_strindex")
-			if err != nil {
-				return nil, wrap(err, fmt.Sprintf("attributes[%d]", i))
-			}
-			key = s
-		}
-		if key == "" {
-			continue
-		}
-		value, err := c.anyValue(kv.GetValue())
-		if err != nil {
-			return nil, wrap(err, fmt.Sprintf("attributes[%d]", i))
-		}
-		out[key] = value
-	}
-	return out, nil
-}
-
-// hexID renders a trace or span id as otel_traces stores it.
-func hexID(b []byte) string {
-	for _, x := range b {
-		if x != 0 {
-			return hex.EncodeToString(b)
-		}
-	}
-	return ""
-}
-
-// profileType names a profile Pyroscope-style,
-// name:sampleType:sampleUnit:periodType:periodUnit, and returns the factor
-// that turns its values into the named unit.
-func profileType(sampleType, sampleUnit, periodType, periodUnit string, period int64, cpuAsTime bool) (string, int64) {
-	if cpuAsTime && sampleType == "samples" && sampleUnit == "count" && periodType == "cpu" && periodUnit == "nanoseconds" && period > 0 {
-		return "process_cpu:cpu:nanoseconds:cpu:nanoseconds", period
-	}
-	if periodType == "" {
-		periodType, periodUnit = sampleType, sampleUnit
-	}
-	parts := []string{profileName(sampleType, periodType), sampleType, sampleUnit, periodType, periodUnit}
-	for i, p := range parts {
-		parts[i] = strings.ReplaceAll(p, ":", "_")
-	}
-	return strings.Join(parts, ":"), 1
-}
-
-// profileName is the first part of a profile type id.
-func profileName(sampleType, periodType string) string {
-	switch {
-	case periodType == "cpu":
-		return "process_cpu"
-	case periodType == "space", strings.HasPrefix(sampleType, "alloc_"), strings.HasPrefix(sampleType, "inuse_"):
-		return "memory"
-	case sampleType == "goroutine", sampleType == "goroutines":
-		return "goroutines"
-	case periodType != "":
-		return periodType
-	case sampleType != "":
-		return sampleType
-	}
-	return "unknown"
 }

@@ -384,7 +384,7 @@ func TestConvertRejectsOneProfileAndKeepsTheRest(t *testing.T) {
 			p.Samples[0].StackIndex = b.Stack(int32(len(d.LocationTable) - 1))
 		}, ReasonIndexOutOfRange, "function_index 5000"},
 		{"unknown field in a sample", func(_ *otlpbuild.Builder, p *pb.Profile) {
-			p.Samples[0].ProtoReflect().SetUnknown(protowire.AppendTag(nil, 99, protowire.VarintType))
+			p.Samples[0].ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 1))
 		}, ReasonUnknownFields, "older, renumbered schema"},
 	}
 	for _, tc := range tests {
@@ -422,10 +422,10 @@ func TestConvertRejectsWholeRequests(t *testing.T) {
 			b.Dictionary().LocationTable[0] = &pb.Location{Address: 1}
 		}, ReasonInvalidSentinel},
 		{"unknown field in the dictionary", func(b *otlpbuild.Builder, _ *collectorpb.ExportProfilesServiceRequest) {
-			b.Dictionary().FunctionTable[1].ProtoReflect().SetUnknown(protowire.AppendTag(nil, 12, protowire.VarintType))
+			b.Dictionary().FunctionTable[1].ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 12, protowire.VarintType), 1))
 		}, ReasonUnknownFields},
 		{"unknown field in the request", func(_ *otlpbuild.Builder, req *collectorpb.ExportProfilesServiceRequest) {
-			req.ProtoReflect().SetUnknown(protowire.AppendTag(nil, 8, protowire.BytesType))
+			req.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 8, protowire.BytesType), nil))
 		}, ReasonUnknownFields},
 	}
 	for _, tc := range tests {

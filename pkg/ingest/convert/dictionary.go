@@ -1,18 +1,14 @@
 package convert
 
 import (
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	pb "go.opentelemetry.io/proto/otlp/profiles/v1development"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
+	"github.com/flamehouse/flamehouse/pkg/ingest/otlpwire"
 )
 
 // Semantic-convention attribute keys the converter reads.
@@ -26,135 +22,146 @@ const (
 // checkDictionary applies the request-wide rules: no unknown fields in any
 // table entry, and every non-empty table starts with its zero-value
 // sentinel. Empty tables are accepted as long as nothing references them.
-func checkDictionary(d *pb.ProfilesDictionary) error {
-	if hasUnknown(d) {
+func checkDictionary(req *otlpwire.Request) error {
+	d := &req.Dictionary
+	if d.Unknown {
 		return unknownFieldsError("the dictionary")
 	}
-	type table struct {
+	tables := []struct {
 		name    string
-		entries []proto.Message
-	}
-	tables := []table{
-		{"mapping_table", messages(d.GetMappingTable())},
-		{"location_table", messages(d.GetLocationTable())},
-		{"function_table", messages(d.GetFunctionTable())},
-		{"link_table", messages(d.GetLinkTable())},
-		{"attribute_table", messages(d.GetAttributeTable())},
-		{"stack_table", messages(d.GetStackTable())},
+		n       int
+		unknown func(i int) bool
+		zero    func() bool
+	}{
+		{"mapping_table", len(d.Mappings), func(i int) bool { return d.Mappings[i].Unknown }, func() bool { return d.Mappings[0] == (otlpwire.Mapping{}) }},
+		{"location_table", len(d.Locations), func(i int) bool { return d.Locations[i].Unknown }, func() bool {
+			l := &d.Locations[0]
+			return l.MappingIndex == 0 && l.Address == 0 && l.Lines.Len == 0 && l.AttributeIndices.Len == 0
+		}},
+		{"function_table", len(d.Functions), func(i int) bool { return d.Functions[i].Unknown }, func() bool { return d.Functions[0] == (otlpwire.Function{}) }},
+		{"link_table", len(d.Links), func(i int) bool { return d.Links[i].Unknown }, func() bool {
+			return hexID(d.Links[0].TraceID) == "" && hexID(d.Links[0].SpanID) == ""
+		}},
+		{"attribute_table", len(d.Attributes), func(i int) bool { return d.Attributes[i].Unknown }, func() bool {
+			a := &d.Attributes[0]
+			return a.KeyStrindex == 0 && a.UnitStrindex == 0 && a.Value.Kind == otlpwire.KindNone
+		}},
+		{"stack_table", len(d.Stacks), func(i int) bool { return d.Stacks[i].Unknown }, func() bool { return d.Stacks[0].LocationIndices.Len == 0 }},
 	}
 	for _, t := range tables {
-		for i, e := range t.entries {
-			if hasUnknown(e) {
+		for i := range t.n {
+			if t.unknown(i) {
 				return unknownFieldsError(fmt.Sprintf("dictionary.%s[%d]", t.name, i))
 			}
 		}
-		if len(t.entries) > 0 && !isZero(t.entries[0]) {
+		if t.n > 0 && !t.zero() {
 			return &RequestError{Reason: ReasonInvalidSentinel, Message: fmt.Sprintf(
 				"rejected the request: dictionary.%s[0] must be the zero value (index 0 means \"unset\" in OTLP profiles)", t.name)}
 		}
 	}
-	for i, l := range d.GetLocationTable() {
-		for j, line := range l.GetLines() {
-			if hasUnknown(line) {
+	for i := range d.Locations {
+		for j, line := range req.LineSlice(d.Locations[i].Lines) {
+			if line.Unknown {
 				return unknownFieldsError(fmt.Sprintf("dictionary.location_table[%d].lines[%d]", i, j))
 			}
 		}
 	}
-	if s := d.GetStringTable(); len(s) > 0 && s[0] != "" {
+	if len(d.Strings) > 0 && d.Strings[0] != "" {
 		return &RequestError{Reason: ReasonInvalidSentinel, Message: "rejected the request: dictionary.string_table[0] must be the empty string"}
 	}
 	return nil
 }
 
-func messages[T proto.Message](entries []T) []proto.Message {
-	out := make([]proto.Message, len(entries))
-	for i, e := range entries {
-		out[i] = e
-	}
-	return out
-}
+// Resolution states of a dictionary entry.
+const (
+	unresolved uint8 = iota
+	resolved
+	failed
+)
 
-// isZero reports whether a sentinel entry carries nothing. A Link sentinel
-// may hold all-zero ids, as the specification recommends.
-func isZero(m proto.Message) bool {
-	if l, ok := m.(*pb.Link); ok {
-		return hexID(l.GetTraceId()) == "" && hexID(l.GetSpanId()) == ""
-	}
-	if kv, ok := m.(*pb.KeyValueAndUnit); ok {
-		return kv.GetKeyStrindex() == 0 && kv.GetUnitStrindex() == 0 && (kv.GetValue() == nil || kv.GetValue().GetValue() == nil)
-	}
-	return proto.Size(m) == 0
-}
-
-// converter resolves dictionary references for one request, each at most
-// once.
-type converter struct {
-	opts Options
-	dict *pb.ProfilesDictionary
-	strs []string
-	// Resolved table entries, by index (nil: not resolved yet).
-	attrs     []*attribute
-	mappings  []*mapping
-	locations []*locationFrames
-	stacks    []*stackFrames
-	// attrSets memoizes resolved attribute index lists.
-	attrSets map[string]*attributeSetResult
-}
-
-type attributeSetResult struct {
-	attrs map[string]string
-	err   error
-}
-
-type attribute struct {
+type attrEntry struct {
+	state      uint8
 	key, value string
 	err        error
 }
 
-type mapping struct {
+type mappingEntry struct {
+	state         uint8
 	file, buildID string
 	err           error
 }
 
-type locationFrames struct {
-	frames []*model.Frame // outermost (caller) first
-	err    error
+// locEntry is a resolved location: its frames, outermost (caller) first,
+// are converter.frames[start : start+n].
+type locEntry struct {
+	state    uint8
+	start, n uint32
+	err      error
 }
 
-// stackFrames is a resolved stack, root first.
-type stackFrames struct {
-	id     uint64
-	ids    []uint64
-	frames []*model.Frame
-	err    error
+// stackEntry is a resolved stack: its frame ids, root first, are
+// converter.stackIDs[start : start+n].
+type stackEntry struct {
+	state     uint8
+	truncated bool
+	start, n  uint32
+	id        uint64
+	err       error
 }
 
-func newConverter(d *pb.ProfilesDictionary, opts Options) *converter {
+type linkEntry struct {
+	state       uint8
+	trace, span string
+	err         error
+}
+
+// converter resolves dictionary references for one request, each at most
+// once, into per-request arrays.
+type converter struct {
+	opts Options
+	req  *otlpwire.Request
+	dict *otlpwire.Dictionary
+	strs []string
+
+	attrs    []attrEntry
+	mappings []mappingEntry
+	locs     []locEntry
+	stacks   []stackEntry
+	links    []linkEntry
+
+	// frames holds the frames of resolved locations; stackIDs the frame
+	// ids of resolved stacks.
+	frames   []model.Frame
+	stackIDs []uint64
+
+	// sets are the resolved attribute sets (see attributeSet).
+	sets           []attrSet
+	setIDs         map[string]int32
+	setKey         []byte
+	lastSetIndices []int32
+	lastSet        int32
+
+	ps profileState
+	usage
+}
+
+func newConverter(req *otlpwire.Request, opts Options) *converter {
+	d := &req.Dictionary
 	return &converter{
-		opts: opts, dict: d, strs: d.GetStringTable(),
-		attrs:     make([]*attribute, len(d.GetAttributeTable())),
-		mappings:  make([]*mapping, len(d.GetMappingTable())),
-		locations: make([]*locationFrames, len(d.GetLocationTable())),
-		stacks:    make([]*stackFrames, len(d.GetStackTable())),
-		attrSets:  map[string]*attributeSetResult{},
+		opts: opts, req: req, dict: d, strs: d.Strings,
+		attrs:    make([]attrEntry, len(d.Attributes)),
+		mappings: make([]mappingEntry, len(d.Mappings)),
+		locs:     make([]locEntry, len(d.Locations)),
+		stacks:   make([]stackEntry, len(d.Stacks)),
+		links:    make([]linkEntry, len(d.Links)),
+		frames:   make([]model.Frame, 0, len(d.Locations)+len(d.Locations)/4),
+		sets:     []attrSet{{}},
+		setIDs:   map[string]int32{},
+		ps: profileState{
+			rows: map[rowKey]int32{}, metas: map[int32]*model.SampleMeta{}, merged: map[int32][]model.KV{},
+		},
+		usage: newUsage(len(d.Stacks)),
 	}
-}
-
-// cached returns the memoized entry of a table, or nil (not resolved yet,
-// or an index that cannot be cached: 0 or out of range).
-func cached[T any](cache []*T, idx int32) *T {
-	if idx <= 0 || int(idx) >= len(cache) {
-		return nil
-	}
-	return cache[idx]
-}
-
-// store memoizes an entry when its index can be cached.
-func store[T any](cache []*T, idx int32, v *T) *T {
-	if idx > 0 && int(idx) < len(cache) {
-		cache[idx] = v
-	}
-	return v
 }
 
 // checkIndex validates an index into a table of n entries; 0 ("unset")
@@ -177,46 +184,43 @@ func (c *converter) str(idx int32, field string) (string, error) {
 }
 
 // anyValue renders an attribute value as a string.
-func (c *converter) anyValue(v *commonpb.AnyValue) (string, error) {
-	if v == nil {
-		return "", nil
-	}
-	if hasUnknown(v) {
+func (c *converter) anyValue(v *otlpwire.AnyValue) (string, error) {
+	if v.Unknown {
 		return "", unknownFields("value")
 	}
-	switch x := v.GetValue().(type) {
-	case nil:
+	switch v.Kind {
+	case otlpwire.KindNone:
 		return "", nil
-	case *commonpb.AnyValue_StringValue:
-		return x.StringValue, nil
-	case *commonpb.AnyValue_StringValueStrindex:
-		return c.str(x.StringValueStrindex, "string_value_strindex")
-	case *commonpb.AnyValue_BoolValue:
-		return strconv.FormatBool(x.BoolValue), nil
-	case *commonpb.AnyValue_IntValue:
-		return strconv.FormatInt(x.IntValue, 10), nil
-	case *commonpb.AnyValue_DoubleValue:
-		return strconv.FormatFloat(x.DoubleValue, 'g', -1, 64), nil
-	case *commonpb.AnyValue_BytesValue:
-		return hex.EncodeToString(x.BytesValue), nil
-	case *commonpb.AnyValue_ArrayValue:
-		items := make([]string, 0, len(x.ArrayValue.GetValues()))
-		for _, item := range x.ArrayValue.GetValues() {
-			s, err := c.anyValue(item)
+	case otlpwire.KindString:
+		return v.Str, nil
+	case otlpwire.KindStringStrindex:
+		return c.str(v.Strindex, "string_value_strindex")
+	case otlpwire.KindBool:
+		return strconv.FormatBool(v.Bool), nil
+	case otlpwire.KindInt:
+		return strconv.FormatInt(v.Int, 10), nil
+	case otlpwire.KindDouble:
+		return strconv.FormatFloat(v.Double, 'g', -1, 64), nil
+	case otlpwire.KindBytes:
+		return hex.EncodeToString(v.Bytes), nil
+	case otlpwire.KindArray:
+		items := make([]string, 0, len(v.Array))
+		for i := range v.Array {
+			s, err := c.anyValue(&v.Array[i])
 			if err != nil {
 				return "", err
 			}
 			items = append(items, s)
 		}
 		return jsonString(items), nil
-	case *commonpb.AnyValue_KvlistValue:
-		m, err := c.keyValues(x.KvlistValue.GetValues())
+	case otlpwire.KindKvlist:
+		m, err := c.keyValues(v.Kvlist)
 		if err != nil {
 			return "", err
 		}
 		return jsonString(m), nil
 	}
-	return "", invalid(ReasonInvalidAttribute, "unsupported attribute value %T", v.GetValue())
+	return "", invalid(ReasonInvalidAttribute, "unsupported attribute value kind %d", v.Kind)
 }
 
 func jsonString(v any) string {
@@ -227,72 +231,75 @@ func jsonString(v any) string {
 	return string(raw)
 }
 
+// keyValues resolves resource or scope attributes, whose keys and string
+// values may be references into the dictionary's string table.
+func (c *converter) keyValues(kvs []otlpwire.KeyValue) (map[string]string, error) {
+	out := make(map[string]string, len(kvs))
+	for i := range kvs {
+		kv := &kvs[i]
+		if kv.Unknown {
+			return nil, unknownFields(fmt.Sprintf("attributes[%d]", i))
+		}
+		key := kv.Key
+		if kv.KeyStrindex != 0 {
+			if key != "" {
+				return nil, invalid(ReasonInvalidAttribute, "attributes[%d] sets both key and key_strindex", i)
+			}
+			s, err := c.str(kv.KeyStrindex, "key_strindex")
+			if err != nil {
+				return nil, wrap(err, fmt.Sprintf("attributes[%d]", i))
+			}
+			key = s
+		}
+		if key == "" {
+			continue
+		}
+		value, err := c.anyValue(&kv.Value)
+		if err != nil {
+			return nil, wrap(err, fmt.Sprintf("attributes[%d]", i))
+		}
+		out[key] = value
+	}
+	return out, nil
+}
+
 // attribute resolves one attribute_table entry.
 func (c *converter) attribute(idx int32) (key, value string, err error) {
-	a := cached(c.attrs, idx)
-	if a == nil {
-		a = store(c.attrs, idx, c.resolveAttribute(idx))
+	if err := checkIndex(idx, len(c.attrs), "attribute index", "attribute_table"); err != nil {
+		return "", "", err
+	}
+	if idx == 0 {
+		return "", "", nil
+	}
+	a := &c.attrs[idx]
+	if a.state == unresolved {
+		a.key, a.value, a.err = c.resolveAttribute(idx)
+		a.state = resolved
 	}
 	return a.key, a.value, a.err
 }
 
-func (c *converter) resolveAttribute(idx int32) *attribute {
-	table := c.dict.GetAttributeTable()
-	if err := checkIndex(idx, len(table), "attribute index", "attribute_table"); err != nil {
-		return &attribute{err: err}
-	}
-	if idx == 0 {
-		return &attribute{}
-	}
-	kv := table[idx]
-	key, err := c.str(kv.GetKeyStrindex(), "key_strindex")
+func (c *converter) resolveAttribute(idx int32) (key, value string, err error) {
+	kv := &c.dict.Attributes[idx]
+	key, err = c.str(kv.KeyStrindex, "key_strindex")
 	if err == nil {
-		_, err = c.str(kv.GetUnitStrindex(), "unit_strindex")
+		_, err = c.str(kv.UnitStrindex, "unit_strindex")
+	}
+	if err == nil {
+		value, err = c.anyValue(&kv.Value)
 	}
 	if err != nil {
-		return &attribute{err: wrap(err, fmt.Sprintf("attribute_table[%d]", idx))}
+		return "", "", wrap(err, fmt.Sprintf("attribute_table[%d]", idx))
 	}
-	value, err := c.anyValue(kv.GetValue())
-	if err != nil {
-		return &attribute{err: wrap(err, fmt.Sprintf("attribute_table[%d]", idx))}
-	}
-	return &attribute{key: key, value: value}
+	return key, value, nil
 }
 
-// attributeSet resolves a list of attribute indices into a map; keys must
-// be unique within the list. Equal lists resolve once per request and share
-// their result, which callers must not modify.
-func (c *converter) attributeSet(indices []int32, where string) (map[string]string, error) {
-	r := c.attributeSetOf(indices)
-	if r.err != nil {
-		return nil, wrap(r.err, where)
-	}
-	return r.attrs, nil
-}
-
-// attributeSetOf returns the memoized resolution of an index list; nil
-// for an empty list.
-func (c *converter) attributeSetOf(indices []int32) *attributeSetResult {
+// attributeMap resolves a list of attribute indices of a dictionary entry
+// (mapping, location) into the attributes the converter reads.
+func (c *converter) attributeMap(indices []int32) (map[string]string, error) {
 	if len(indices) == 0 {
-		return emptyAttributeSet
+		return nil, nil
 	}
-	var arr [64]byte
-	key := arr[:0]
-	for _, i := range indices {
-		key = binary.LittleEndian.AppendUint32(key, uint32(i)) //nolint:gosec // G115: a bit-exact key
-	}
-	if r, ok := c.attrSets[string(key)]; ok {
-		return r
-	}
-	attrs, err := c.resolveAttributeSet(indices)
-	r := &attributeSetResult{attrs: attrs, err: err}
-	c.attrSets[string(key)] = r
-	return r
-}
-
-var emptyAttributeSet = &attributeSetResult{}
-
-func (c *converter) resolveAttributeSet(indices []int32) (map[string]string, error) {
 	out := make(map[string]string, len(indices))
 	for _, idx := range indices {
 		key, value, err := c.attribute(idx)
@@ -312,123 +319,138 @@ func (c *converter) resolveAttributeSet(indices []int32) (map[string]string, err
 
 // mapping resolves a mapping's file name and build id.
 func (c *converter) mapping(idx int32) (file, buildID string, err error) {
-	m := cached(c.mappings, idx)
-	if m == nil {
-		m = store(c.mappings, idx, c.resolveMapping(idx))
+	if err := checkIndex(idx, len(c.mappings), "mapping_index", "mapping_table"); err != nil || idx == 0 {
+		return "", "", err
+	}
+	m := &c.mappings[idx]
+	if m.state == unresolved {
+		m.file, m.buildID, m.err = c.resolveMapping(idx)
+		m.state = resolved
 	}
 	return m.file, m.buildID, m.err
 }
 
-func (c *converter) resolveMapping(idx int32) *mapping {
-	table := c.dict.GetMappingTable()
-	if err := checkIndex(idx, len(table), "mapping_index", "mapping_table"); err != nil || idx == 0 {
-		return &mapping{err: err}
-	}
-	m := table[idx]
+func (c *converter) resolveMapping(idx int32) (file, buildID string, err error) {
+	m := &c.dict.Mappings[idx]
 	where := func() string { return fmt.Sprintf("mapping_table[%d]", idx) }
-	if m.GetMemoryStart() >= m.GetMemoryLimit() && (m.GetMemoryStart() != 0 || m.GetMemoryLimit() != 0) {
-		return &mapping{err: invalid(ReasonInvalidMapping, "%s: memory_start %#x is not below memory_limit %#x", where(), m.GetMemoryStart(), m.GetMemoryLimit())}
+	if m.MemoryStart >= m.MemoryLimit && (m.MemoryStart != 0 || m.MemoryLimit != 0) {
+		return "", "", invalid(ReasonInvalidMapping, "%s: memory_start %#x is not below memory_limit %#x", where(), m.MemoryStart, m.MemoryLimit)
 	}
-	file, err := c.str(m.GetFilenameStrindex(), "filename_strindex")
+	file, err = c.str(m.FilenameStrindex, "filename_strindex")
 	if err != nil {
-		return &mapping{err: wrap(err, where())}
+		return "", "", wrap(err, where())
 	}
-	set := c.attributeSetOf(m.GetAttributeIndices())
-	if set.err != nil {
-		return &mapping{err: wrap(set.err, where())}
+	attrs, err := c.attributeMap(c.req.Int32Slice(m.AttributeIndices))
+	if err != nil {
+		return "", "", wrap(err, where())
 	}
-	attrs := set.attrs
-	buildID := attrs[attrBuildIDGNU]
+	buildID = attrs[attrBuildIDGNU]
 	if buildID == "" {
 		buildID = attrs[attrBuildIDGo]
 	}
 	if buildID == "" {
 		buildID = attrs[attrBuildIDHTL]
 	}
-	return &mapping{file: file, buildID: buildID}
+	return file, buildID, nil
 }
 
-// location resolves a location into frames, outermost caller first: a
-// location with inlined calls has several lines, lines[0] the innermost.
-func (c *converter) location(idx int32) ([]*model.Frame, error) {
-	l := cached(c.locations, idx)
-	if l == nil {
-		frames, err := c.resolveLocation(idx)
-		l = store(c.locations, idx, &locationFrames{frames: frames, err: err})
-	}
-	return l.frames, l.err
-}
-
-func (c *converter) resolveLocation(idx int32) ([]*model.Frame, error) {
-	table := c.dict.GetLocationTable()
-	if err := checkIndex(idx, len(table), "location index", "location_table"); err != nil {
-		return nil, err
+// location resolves a location into frames, outermost caller first (a
+// location with inlined calls has several lines, lines[0] the innermost),
+// and returns their range in c.frames.
+func (c *converter) location(idx int32) (start, n uint32, err error) {
+	if err := checkIndex(idx, len(c.locs), "location index", "location_table"); err != nil {
+		return 0, 0, err
 	}
 	if idx == 0 {
-		return nil, invalid(ReasonIndexOutOfRange, "stack refers to location 0, which means \"unset\"")
+		return 0, 0, invalid(ReasonIndexOutOfRange, "stack refers to location 0, which means \"unset\"")
 	}
-	loc := table[idx]
+	l := &c.locs[idx]
+	if l.state == unresolved {
+		l.start = uint32(len(c.frames)) //nolint:gosec // G115: frames are bounded by the payload size
+		l.err = c.resolveLocation(idx)
+		if l.err != nil {
+			c.frames = c.frames[:l.start]
+		}
+		l.n = uint32(len(c.frames)) - l.start //nolint:gosec // G115: as above
+		l.state = resolved
+	}
+	return l.start, l.n, l.err
+}
+
+// resolveLocation appends a location's frames to c.frames.
+func (c *converter) resolveLocation(idx int32) error {
+	loc := &c.dict.Locations[idx]
 	where := func() string { return fmt.Sprintf("location_table[%d]", idx) }
-	file, buildID, err := c.mapping(loc.GetMappingIndex())
+	file, buildID, err := c.mapping(loc.MappingIndex)
 	if err != nil {
-		return nil, wrap(err, where())
+		return wrap(err, where())
 	}
-	set := c.attributeSetOf(loc.GetAttributeIndices())
-	if set.err != nil {
-		return nil, wrap(set.err, where())
+	frameType, err := c.frameType(c.req.Int32Slice(loc.AttributeIndices))
+	if err != nil {
+		return wrap(err, where())
 	}
-	attrs := set.attrs
-	base := model.Frame{MappingFile: file, BuildID: buildID, FrameType: attrs[attrFrameType]}
-	lines := loc.GetLines()
+	base := model.Frame{MappingFile: file, BuildID: buildID, FrameType: frameType}
+	lines := c.req.LineSlice(loc.Lines)
 	if len(lines) == 0 {
 		f := base
-		f.Address = loc.GetAddress()
+		f.Address = loc.Address
 		f.ComputeID()
-		return []*model.Frame{&f}, nil
+		c.frames = append(c.frames, f)
+		return nil
 	}
-	// One allocation for the frames, one for the pointers.
-	backing := make([]model.Frame, len(lines))
-	frames := make([]*model.Frame, len(lines))
-	for i, line := range lines {
-		f := &backing[len(lines)-1-i]
-		*f = base
-		if err := c.lineFrame(f, line); err != nil {
-			return nil, wrap(err, fmt.Sprintf("%s.lines[%d]", where(), i))
+	// Lines are innermost first; frames are stored outermost first.
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := base
+		if err := c.lineFrame(&f, &lines[i]); err != nil {
+			return wrap(err, fmt.Sprintf("%s.lines[%d]", where(), i))
 		}
 		f.Inlined = i < len(lines)-1
 		f.ComputeID()
-		frames[len(lines)-1-i] = f
+		c.frames = append(c.frames, f)
 	}
-	return frames, nil
+	return nil
+}
+
+// frameType reads profile.frame.type from a location's attributes (the
+// list is validated like any attribute list).
+func (c *converter) frameType(indices []int32) (string, error) {
+	if len(indices) == 1 { // the common case: no map needed
+		key, value, err := c.attribute(indices[0])
+		if err != nil || key != attrFrameType {
+			return "", err
+		}
+		return value, nil
+	}
+	attrs, err := c.attributeMap(indices)
+	return attrs[attrFrameType], err
 }
 
 // lineFrame fills a frame from a line and its function.
-func (c *converter) lineFrame(f *model.Frame, line *pb.Line) error {
-	if line.GetLine() < 0 || line.GetColumn() < 0 {
-		return invalid(ReasonInvalidLine, "line %d and column %d must not be negative", line.GetLine(), line.GetColumn())
+func (c *converter) lineFrame(f *model.Frame, line *otlpwire.Line) error {
+	if line.Line < 0 || line.Column < 0 {
+		return invalid(ReasonInvalidLine, "line %d and column %d must not be negative", line.Line, line.Column)
 	}
-	table := c.dict.GetFunctionTable()
-	idx := line.GetFunctionIndex()
-	if err := checkIndex(idx, len(table), "function_index", "function_table"); err != nil {
+	idx := line.FunctionIndex
+	if err := checkIndex(idx, len(c.dict.Functions), "function_index", "function_table"); err != nil {
 		return err
 	}
-	f.Line = clampUint32(line.GetLine())
-	f.Column = clampUint32(line.GetColumn())
+	f.Line = clampUint32(line.Line)
+	f.Column = clampUint32(line.Column)
 	if idx == 0 {
 		return nil
 	}
-	fn := table[idx]
-	if fn.GetStartLine() < 0 {
-		return invalid(ReasonInvalidFunction, "function_table[%d]: start_line %d must not be negative", idx, fn.GetStartLine())
+	fn := &c.dict.Functions[idx]
+	if fn.StartLine < 0 {
+		return invalid(ReasonInvalidFunction, "function_table[%d]: start_line %d must not be negative", idx, fn.StartLine)
 	}
 	var err error
-	if f.FunctionName, err = c.str(fn.GetNameStrindex(), "name_strindex"); err != nil {
+	if f.FunctionName, err = c.str(fn.NameStrindex, "name_strindex"); err != nil {
 		return wrap(err, fmt.Sprintf("function_table[%d]", idx))
 	}
-	if f.SystemName, err = c.str(fn.GetSystemNameStrindex(), "system_name_strindex"); err != nil {
+	if f.SystemName, err = c.str(fn.SystemNameStrindex, "system_name_strindex"); err != nil {
 		return wrap(err, fmt.Sprintf("function_table[%d]", idx))
 	}
-	if f.FileName, err = c.str(fn.GetFilenameStrindex(), "filename_strindex"); err != nil {
+	if f.FileName, err = c.str(fn.FilenameStrindex, "filename_strindex"); err != nil {
 		return wrap(err, fmt.Sprintf("function_table[%d]", idx))
 	}
 	return nil
@@ -442,63 +464,89 @@ func clampUint32(v int64) uint32 {
 }
 
 // truncatedFrame ends a stack cut at MaxStackDepth.
-var truncatedFrame = func() *model.Frame {
-	f := &model.Frame{FunctionName: "[truncated]"}
+var truncatedFrame = func() model.Frame {
+	f := model.Frame{FunctionName: "[truncated]"}
 	f.ComputeID()
 	return f
 }()
 
-// stack resolves a stack into frames, root first, and its id.
-func (c *converter) stack(idx int32) (*stackFrames, error) {
-	s := cached(c.stacks, idx)
-	if s == nil {
-		s = store(c.stacks, idx, c.resolveStack(idx))
+// stack resolves a stack into its frame ids, root first, and its id.
+func (c *converter) stack(idx int32) (*stackEntry, error) {
+	if err := checkIndex(idx, len(c.stacks), "stack_index", "stack_table"); err != nil {
+		return nil, err
+	}
+	if idx == 0 {
+		return &emptyStack, nil
+	}
+	s := &c.stacks[idx]
+	if s.state == unresolved {
+		c.resolveStack(idx, s)
 	}
 	return s, s.err
 }
 
-func (c *converter) resolveStack(idx int32) *stackFrames {
-	table := c.dict.GetStackTable()
-	if err := checkIndex(idx, len(table), "stack_index", "stack_table"); err != nil {
-		return &stackFrames{err: err}
-	}
-	var locs []int32
-	if idx > 0 {
-		locs = table[idx].GetLocationIndices()
-	}
-	s := &stackFrames{frames: make([]*model.Frame, 0, len(locs)+len(locs)/4)}
-	// location_indices are leaf first; frames are stored root first.
+// emptyStack is the stack of stack_index 0: no frames.
+var emptyStack = stackEntry{state: resolved, id: model.StackID(nil)}
+
+func (c *converter) resolveStack(idx int32, s *stackEntry) {
+	s.state = resolved
+	s.start = uint32(len(c.stackIDs)) //nolint:gosec // G115: bounded by the payload size
+	locs := c.req.Int32Slice(c.dict.Stacks[idx].LocationIndices)
+	limit := c.opts.MaxStackDepth
+	frames := 0
+	// location_indices are leaf first; frames are stored root first. Past
+	// the limit, locations are still validated but their frames not kept.
 	for i := len(locs) - 1; i >= 0; i-- {
-		frames, err := c.location(locs[i])
+		start, n, err := c.location(locs[i])
 		if err != nil {
-			return &stackFrames{err: wrap(err, fmt.Sprintf("stack_table[%d]", idx))}
+			c.stackIDs = c.stackIDs[:s.start]
+			s.err = wrap(err, fmt.Sprintf("stack_table[%d]", idx))
+			return
 		}
-		s.frames = append(s.frames, frames...)
+		for _, f := range c.frames[start : start+n] {
+			if frames < limit {
+				c.stackIDs = append(c.stackIDs, f.ID)
+			}
+			frames++
+		}
 	}
-	if len(s.frames) > c.opts.MaxStackDepth {
-		s.frames = append(s.frames[:c.opts.MaxStackDepth-1:c.opts.MaxStackDepth-1], truncatedFrame)
+	if frames > limit {
+		// Keep the root-most frames and say that the rest was cut.
+		c.stackIDs = append(c.stackIDs[:int(s.start)+limit-1], truncatedFrame.ID)
+		s.truncated = true
 	}
-	s.ids = make([]uint64, len(s.frames))
-	for i, f := range s.frames {
-		s.ids[i] = f.ID
-	}
-	s.id = model.StackID(s.ids)
-	return s
+	s.n = uint32(len(c.stackIDs)) - s.start //nolint:gosec // G115: as above
+	s.id = model.StackID(c.stackIDs[s.start:])
 }
 
 // link resolves a sample's trace link into hex ids ("" when unset).
 func (c *converter) link(idx int32) (traceID, spanID string, err error) {
-	table := c.dict.GetLinkTable()
-	if err := checkIndex(idx, len(table), "link_index", "link_table"); err != nil {
+	if err := checkIndex(idx, len(c.links), "link_index", "link_table"); err != nil {
 		return "", "", err
 	}
 	if idx == 0 {
 		return "", "", nil
 	}
-	l := table[idx]
-	if len(l.GetTraceId()) != 16 || len(l.GetSpanId()) != 8 {
-		return "", "", invalid(ReasonInvalidLink, "link_table[%d] must hold a 16-byte trace_id and an 8-byte span_id, got %d and %d bytes",
-			idx, len(l.GetTraceId()), len(l.GetSpanId()))
+	l := &c.links[idx]
+	if l.state == unresolved {
+		l.state = resolved
+		w := &c.dict.Links[idx]
+		if len(w.TraceID) != 16 || len(w.SpanID) != 8 {
+			l.err = invalid(ReasonInvalidLink, "link_table[%d] must hold a 16-byte trace_id and an 8-byte span_id, got %d and %d bytes",
+				idx, len(w.TraceID), len(w.SpanID))
+		} else {
+			l.trace, l.span = hexID(w.TraceID), hexID(w.SpanID)
+		}
 	}
-	return hexID(l.GetTraceId()), hexID(l.GetSpanId()), nil
+	return l.trace, l.span, l.err
+}
+
+// hexID renders a trace or span id as otel_traces stores it.
+func hexID(b []byte) string {
+	for _, x := range b {
+		if x != 0 {
+			return hex.EncodeToString(b)
+		}
+	}
+	return ""
 }

@@ -3,8 +3,6 @@ package convert
 import (
 	"errors"
 	"fmt"
-
-	"google.golang.org/protobuf/proto"
 )
 
 // Reason classifies a rejection; it is the "reason" label of the
@@ -26,6 +24,7 @@ const (
 	ReasonInvalidFunction    Reason = "invalid_function"
 	ReasonInvalidProfileID   Reason = "invalid_profile_id"
 	ReasonInvalidValueType   Reason = "invalid_value_type"
+	ReasonMalformed          Reason = "malformed_payload"
 )
 
 // Rejection says why one profile was not stored.
@@ -43,6 +42,9 @@ func (r Rejection) String() string { return r.Path + ": " + r.Message }
 type RequestError struct {
 	Reason  Reason
 	Message string
+	// Profiles counts the request's profiles (0 when it could not be
+	// decoded).
+	Profiles int
 }
 
 func (e *RequestError) Error() string { return e.Message }
@@ -87,14 +89,4 @@ func unknownFields(where string) error {
 
 func unknownFieldsError(where string) *RequestError {
 	return &RequestError{Reason: ReasonUnknownFields, Message: "rejected " + where + ": " + staleSchemaHint}
-}
-
-// hasUnknown reports whether a decoded message kept bytes of fields its
-// schema does not define.
-func hasUnknown(m proto.Message) bool {
-	if m == nil {
-		return false
-	}
-	r := m.ProtoReflect()
-	return r.IsValid() && len(r.GetUnknown()) > 0
 }

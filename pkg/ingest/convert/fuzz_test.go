@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"errors"
 	"testing"
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
@@ -23,23 +24,40 @@ func FuzzConvert(f *testing.F) {
 	f.Add(seed[:len(seed)/2])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req collectorpb.ExportProfilesServiceRequest
-		if proto.Unmarshal(data, &req) != nil {
-			return
-		}
-		res, err := Convert(&req, testOptions())
-		if err != nil {
+		decodable := proto.Unmarshal(data, &req) == nil
+		res, err := Protobuf(data, testOptions())
+		var reqErr *RequestError
+		switch {
+		case err != nil && !errors.As(err, &reqErr):
+			t.Fatalf("a request error must be a *RequestError, got %T: %v", err, err)
+		case !decodable && (err == nil || reqErr.Reason != ReasonMalformed):
+			t.Fatalf("a payload that protobuf rejects must be rejected as malformed, got %v", err)
+		case decodable && reqErr != nil && reqErr.Reason == ReasonMalformed:
+			t.Fatalf("a payload that protobuf accepts was rejected as malformed: %v", err)
+		case err != nil:
 			return
 		}
 		if res.Accepted() < 0 || res.Accepted() > res.Profiles {
 			t.Fatalf("accepted %d of %d", res.Accepted(), res.Profiles)
 		}
+		series := map[*model.Series]bool{}
+		for _, s := range res.Batch.Series {
+			series[s] = true
+		}
 		for _, s := range res.Batch.Samples {
+			if !series[s.Meta.Series] {
+				t.Fatalf("sample refers to a series that is not in the batch")
+			}
 			sym := res.Batch.Symbols[model.ServiceKey{Tenant: s.Meta.Series.Tenant, Service: s.Meta.Series.Service}]
 			if sym == nil || sym.Stacks[s.StackID] == nil {
 				t.Fatalf("sample refers to a stack that is not in the batch")
 			}
-			for _, id := range sym.Stacks[s.StackID].FrameIDs {
-				if sym.Frames[id] == nil {
+			ids := sym.Stacks[s.StackID].FrameIDs
+			if len(ids) > testOptions().MaxStackDepth || model.StackID(ids) != s.StackID {
+				t.Fatalf("stack of %d frames does not match its id or exceeds the depth limit", len(ids))
+			}
+			for _, id := range ids {
+				if sym.Frames[id] == nil || sym.Frames[id].ID != id {
 					t.Fatalf("stack refers to a frame that is not in the batch")
 				}
 			}

@@ -5,67 +5,30 @@ import (
 	"strconv"
 	"strings"
 
-	pb "go.opentelemetry.io/proto/otlp/profiles/v1development"
-
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
+	"github.com/flamehouse/flamehouse/pkg/ingest/otlpwire"
 )
 
-// sampleKey identifies one sample row within a profile.
-type sampleKey struct {
-	second int64
-	stack  int32
-	link   int32
-	attrs  *attributeSetResult
+// rowKey identifies one sample row within a profile.
+type rowKey struct {
+	second      int64
+	stack, link int32
+	attrs       int32 // attribute set id (0: none)
 }
 
-// profileRows are a profile's rows before they join the batch: a profile
-// that fails half-way leaves nothing behind.
-type profileRows struct {
+// profileState is what the converter remembers while it converts one
+// profile; its maps are reused from profile to profile.
+type profileState struct {
+	series      *model.Series
+	svc         int32
 	profileType string
-	keys        []sampleKey // first-seen order, for deterministic output
-	values      map[sampleKey]int64
-	// merged holds profile attributes merged with each sample attribute set.
-	merged map[*attributeSetResult]map[string]string
-	stacks map[int32]*stackFrames
-	links  map[int32][2]string
-	events int64
-}
+	factor      int64
+	attrs       []model.KV // the profile's own attributes, sorted
+	window      timeWindow
 
-// profile validates and converts one profile of a series.
-func (c *converter) profile(p *pb.Profile, cpuAsTime bool) (*profileRows, error) {
-	if hasUnknown(p) || hasUnknown(p.GetSampleType()) || hasUnknown(p.GetPeriodType()) {
-		return nil, unknownFields("profile")
-	}
-	if id := p.GetProfileId(); len(id) != 0 && (len(id) != 16 || hexID(id) == "") {
-		return nil, invalid(ReasonInvalidProfileID, "profile_id must be empty or 16 bytes, not all zero (got %d bytes)", len(id))
-	}
-	typeID, factor, err := c.profileTypeOf(p, cpuAsTime)
-	if err != nil {
-		return nil, err
-	}
-	profileAttrs, err := c.attributeSet(p.GetAttributeIndices(), "attribute_indices")
-	if err != nil {
-		return nil, err
-	}
-	start := p.GetTimeUnixNano()
-	if start == 0 {
-		start = uint64(c.opts.Now().UnixNano()) //nolint:gosec // G115: the clock is after 1970
-	}
-	futureLimit := uint64(c.opts.Now().Add(c.opts.MaxFutureSkew).UnixNano()) //nolint:gosec // G115: see above
-	if c.opts.MaxFutureSkew > 0 && start > futureLimit {
-		return nil, invalid(ReasonTimestampRange, "time_unix_nano %d is more than %s in the future", start, c.opts.MaxFutureSkew)
-	}
-	rows := &profileRows{
-		profileType: typeID, values: make(map[sampleKey]int64, len(p.GetSamples())),
-		merged: map[*attributeSetResult]map[string]string{}, stacks: map[int32]*stackFrames{}, links: map[int32][2]string{},
-	}
-	window := timeWindow{start: start, duration: p.GetDurationNano(), checked: p.GetTimeUnixNano() != 0 && p.GetDurationNano() != 0}
-	for si, s := range p.GetSamples() {
-		if err := c.sample(s, rows, profileAttrs, factor, window); err != nil {
-			return nil, wrap(err, fmt.Sprintf("samples[%d]", si))
-		}
-	}
-	return rows, nil
+	rows   map[rowKey]int32 // row index in the batch
+	metas  map[int32]*model.SampleMeta
+	merged map[int32][]model.KV // attribute set id -> merged with attrs
 }
 
 // timeWindow is a profile's [start, start+duration) window.
@@ -74,11 +37,60 @@ type timeWindow struct {
 	checked         bool
 }
 
-func (c *converter) profileTypeOf(p *pb.Profile, cpuAsTime bool) (string, int64, error) {
-	names := make([]string, 4)
-	for i, idx := range []int32{
-		p.GetSampleType().GetTypeStrindex(), p.GetSampleType().GetUnitStrindex(),
-		p.GetPeriodType().GetTypeStrindex(), p.GetPeriodType().GetUnitStrindex(),
+// profile validates and converts one profile of a series, appending its
+// rows to the batch; a profile that fails half-way leaves nothing behind.
+func (c *converter) profile(p *otlpwire.Profile, series *model.Series, svc int32, cpuAsTime bool, b *model.Batch) error {
+	mark := c.markRows(b)
+	if err := c.convertProfile(p, series, svc, cpuAsTime, b); err != nil {
+		c.rollback(b, mark)
+		return err
+	}
+	return nil
+}
+
+func (c *converter) convertProfile(p *otlpwire.Profile, series *model.Series, svc int32, cpuAsTime bool, b *model.Batch) error {
+	if p.Unknown || p.SampleType.Unknown || p.PeriodType.Unknown {
+		return unknownFields("profile")
+	}
+	if id := p.ProfileID; len(id) != 0 && (len(id) != 16 || hexID(id) == "") {
+		return invalid(ReasonInvalidProfileID, "profile_id must be empty or 16 bytes, not all zero (got %d bytes)", len(id))
+	}
+	typeID, factor, err := c.profileTypeOf(p, cpuAsTime)
+	if err != nil {
+		return err
+	}
+	set, err := c.attributeSet(c.req.Int32Slice(p.AttributeIndices))
+	if err != nil {
+		return wrap(err, "attribute_indices")
+	}
+	start := p.TimeUnixNano
+	now := c.opts.Now()
+	if start == 0 {
+		start = uint64(now.UnixNano()) //nolint:gosec // G115: the clock is after 1970
+	}
+	if c.opts.MaxFutureSkew > 0 && start > uint64(now.Add(c.opts.MaxFutureSkew).UnixNano()) { //nolint:gosec // G115: as above
+		return invalid(ReasonTimestampRange, "time_unix_nano %d is more than %s in the future", start, c.opts.MaxFutureSkew)
+	}
+	ps := &c.ps
+	ps.series, ps.svc, ps.profileType, ps.factor = series, svc, typeID, factor
+	ps.attrs = c.sets[set].kvs
+	ps.window = timeWindow{start: start, duration: p.DurationNano, checked: p.TimeUnixNano != 0 && p.DurationNano != 0}
+	clear(ps.rows)
+	clear(ps.metas)
+	clear(ps.merged)
+	for si := range p.Samples {
+		if err := c.sample(&p.Samples[si], b); err != nil {
+			return wrap(err, fmt.Sprintf("samples[%d]", si))
+		}
+	}
+	return nil
+}
+
+func (c *converter) profileTypeOf(p *otlpwire.Profile, cpuAsTime bool) (string, int64, error) {
+	var names [4]string
+	for i, idx := range [...]int32{
+		p.SampleType.TypeStrindex, p.SampleType.UnitStrindex,
+		p.PeriodType.TypeStrindex, p.PeriodType.UnitStrindex,
 	} {
 		s, err := c.str(idx, "value type strindex")
 		if err != nil {
@@ -89,16 +101,16 @@ func (c *converter) profileTypeOf(p *pb.Profile, cpuAsTime bool) (string, int64,
 	if names[0] == "" {
 		return "", 0, invalid(ReasonInvalidValueType, "sample_type has no type: every profile names what its values measure")
 	}
-	id, factor := profileType(names[0], names[1], names[2], names[3], p.GetPeriod(), cpuAsTime)
+	id, factor := profileType(names[0], names[1], names[2], names[3], p.Period, cpuAsTime)
 	return id, factor, nil
 }
 
-// sample validates one sample and adds its events to the rows.
-func (c *converter) sample(s *pb.Sample, rows *profileRows, profileAttrs map[string]string, factor int64, w timeWindow) error {
-	if hasUnknown(s) {
+// sample validates one sample and adds its events to the profile's rows.
+func (c *converter) sample(s *otlpwire.Sample, b *model.Batch) error {
+	if s.Unknown {
 		return unknownFields("sample")
 	}
-	values, stamps := s.GetValues(), s.GetTimestampsUnixNano()
+	values, stamps := c.req.Int64Slice(s.Values), c.req.Uint64Slice(s.TimestampsUnixNano)
 	switch {
 	case len(values) == 0 && len(stamps) == 0:
 		return invalid(ReasonInvalidSampleShape, "a sample needs values or timestamps_unix_nano")
@@ -107,31 +119,31 @@ func (c *converter) sample(s *pb.Sample, rows *profileRows, profileAttrs map[str
 	case len(stamps) == 0 && len(values) != 1:
 		return invalid(ReasonInvalidSampleShape, "a sample without timestamps must have exactly one value, got %d", len(values))
 	}
-	stack, err := c.stack(s.GetStackIndex())
+	stack, err := c.stack(s.StackIndex)
 	if err != nil {
 		return err
 	}
-	if _, ok := rows.links[s.GetLinkIndex()]; !ok {
-		traceID, spanID, err := c.link(s.GetLinkIndex())
-		if err != nil {
-			return err
-		}
-		rows.links[s.GetLinkIndex()] = [2]string{traceID, spanID}
+	meta, err := c.meta(s.LinkIndex)
+	if err != nil {
+		return err
 	}
-	attrs := c.attributeSetOf(s.GetAttributeIndices())
-	if attrs.err != nil {
-		return wrap(attrs.err, "attribute_indices")
+	set, err := c.attributeSet(c.req.Int32Slice(s.AttributeIndices))
+	if err != nil {
+		return wrap(err, "attribute_indices")
 	}
-	if _, ok := rows.merged[attrs]; !ok {
-		rows.merged[attrs] = mergeAttributes(profileAttrs, attrs.attrs)
-	}
-	rows.stacks[s.GetStackIndex()] = stack
-	k := sampleKey{stack: s.GetStackIndex(), link: s.GetLinkIndex(), attrs: attrs}
+	c.use(c.ps.svc, s.StackIndex)
+	attrs := c.mergedAttributes(set)
+	w := &c.ps.window
+	k := rowKey{stack: s.StackIndex, link: s.LinkIndex, attrs: set}
+	row := model.Sample{StackID: stack.id, Meta: meta, Attributes: attrs}
 	if len(stamps) == 0 {
 		k.second = int64(w.start / 1e9) //nolint:gosec // G115: nanoseconds / 1e9 fits
-		rows.add(k, values[0]*factor)
+		row.Timestamp, row.Value = k.second, values[0]*c.ps.factor
+		c.addRow(b, k, row)
+		b.Events++
 		return nil
 	}
+	last := int32(-1)
 	for i, ts := range stamps {
 		if w.checked && (ts < w.start || ts-w.start >= w.duration) {
 			return invalid(ReasonTimestampRange, "timestamp %d is outside the profile's window [%d, %d)", ts, w.start, w.start+w.duration)
@@ -140,72 +152,138 @@ func (c *converter) sample(s *pb.Sample, rows *profileRows, profileAttrs map[str
 		if len(values) > 0 {
 			v = values[i]
 		}
-		k.second = int64(ts / 1e9) //nolint:gosec // G115: nanoseconds / 1e9 fits
-		rows.add(k, v*factor)
+		v *= c.ps.factor
+		second := int64(ts / 1e9) //nolint:gosec // G115: nanoseconds / 1e9 fits
+		if last >= 0 && b.Samples[last].Timestamp == second {
+			b.Samples[last].Value += v // the common case: events of one second in a row
+			continue
+		}
+		k.second = second
+		row.Timestamp, row.Value = second, v
+		last = c.addRow(b, k, row)
 	}
+	b.Events += int64(len(stamps))
 	return nil
 }
 
-// add adds one event's value to its row.
-func (r *profileRows) add(k sampleKey, v int64) {
-	cur, seen := r.values[k]
-	if !seen {
-		r.keys = append(r.keys, k)
+// addRow adds a row's value to the profile's row with the same key, or
+// appends it, and returns the row's index.
+func (c *converter) addRow(b *model.Batch, k rowKey, row model.Sample) int32 {
+	if i, ok := c.ps.rows[k]; ok {
+		b.Samples[i].Value += row.Value
+		return i
 	}
-	r.values[k] = cur + v
-	r.events++
+	i := int32(len(b.Samples)) //nolint:gosec // G115: rows are bounded by the payload size
+	b.Samples = append(b.Samples, row)
+	c.ps.rows[k] = i
+	return i
 }
 
-// mergeAttributes merges profile and sample attributes; the sample wins.
-func mergeAttributes(profile, sample map[string]string) map[string]string {
+// meta returns the shared part of the profile's rows with a trace link.
+func (c *converter) meta(link int32) (*model.SampleMeta, error) {
+	if m, ok := c.ps.metas[link]; ok {
+		return m, nil
+	}
+	traceID, spanID, err := c.link(link)
+	if err != nil {
+		return nil, err
+	}
+	m := &model.SampleMeta{Series: c.ps.series, ProfileType: c.ps.profileType, TraceID: traceID, SpanID: spanID}
+	c.ps.metas[link] = m
+	return m, nil
+}
+
+// mergedAttributes merges the profile's attributes into a sample's
+// attribute set (the sample wins), once per set and profile.
+func (c *converter) mergedAttributes(set int32) []model.KV {
+	sample := c.sets[set].kvs
 	switch {
-	case len(profile) == 0:
+	case len(c.ps.attrs) == 0:
 		return sample
 	case len(sample) == 0:
-		return profile
+		return c.ps.attrs
 	}
-	merged := make(map[string]string, len(profile)+len(sample))
-	for k, v := range profile {
-		merged[k] = v
+	if m, ok := c.ps.merged[set]; ok {
+		return m
 	}
-	for k, v := range sample {
-		merged[k] = v
-	}
-	return merged
+	m := mergeKVs(c.ps.attrs, sample)
+	c.ps.merged[set] = m
+	return m
 }
 
-// addTo moves a profile's rows into the batch.
-func (r *profileRows) addTo(b *model.Batch, series *model.Series) {
-	if b.Samples == nil {
-		b.Samples = make([]model.Sample, 0, len(r.keys))
-	}
-	metas := map[int32]*model.SampleMeta{}
-	sorted := map[*attributeSetResult][]model.KV{}
-	for _, k := range r.keys {
-		meta := metas[k.link]
-		if meta == nil {
-			link := r.links[k.link]
-			meta = &model.SampleMeta{Series: series, ProfileType: r.profileType, TraceID: link[0], SpanID: link[1]}
-			metas[k.link] = meta
-		}
-		kvs, ok := sorted[k.attrs]
-		if !ok {
-			kvs = model.SortedKVs(r.merged[k.attrs])
-			sorted[k.attrs] = kvs
-		}
-		b.Samples = append(b.Samples, model.Sample{Timestamp: k.second, StackID: r.stacks[k.stack].id, Value: r.values[k], Meta: meta, Attributes: kvs})
-	}
-	sym := b.ServiceSymbols(model.ServiceKey{Tenant: series.Tenant, Service: series.Service})
-	for _, s := range r.stacks {
-		if _, ok := sym.Stacks[s.id]; ok {
-			continue
-		}
-		sym.Stacks[s.id] = &model.Stack{ID: s.id, FrameIDs: s.ids}
-		for _, f := range s.frames {
-			sym.Frames[f.ID] = f
+// mergeKVs merges two key-sorted attribute lists; b wins on equal keys.
+func mergeKVs(a, b []model.KV) []model.KV {
+	out := make([]model.KV, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch cmp := strings.Compare(a[i].Key, b[j].Key); {
+		case cmp < 0:
+			out = append(out, a[i])
+			i++
+		case cmp > 0:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, b[j])
+			i++
+			j++
 		}
 	}
-	b.Events += r.events
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
+}
+
+// rowsMark records the batch and usage state before a profile.
+type rowsMark struct {
+	samples int
+	events  int64
+	used    int
+}
+
+func (c *converter) markRows(b *model.Batch) rowsMark {
+	return rowsMark{samples: len(b.Samples), events: b.Events, used: len(c.used)}
+}
+
+// rollback drops what a rejected profile added.
+func (c *converter) rollback(b *model.Batch, m rowsMark) {
+	clear(b.Samples[m.samples:]) // release what the dropped rows point to
+	b.Samples = b.Samples[:m.samples]
+	b.Events = m.events
+	c.unuse(m.used)
+}
+
+// profileType names a profile Pyroscope-style,
+// name:sampleType:sampleUnit:periodType:periodUnit, and returns the factor
+// that turns its values into the named unit.
+func profileType(sampleType, sampleUnit, periodType, periodUnit string, period int64, cpuAsTime bool) (string, int64) {
+	if cpuAsTime && sampleType == "samples" && sampleUnit == "count" && periodType == "cpu" && periodUnit == "nanoseconds" && period > 0 {
+		return "process_cpu:cpu:nanoseconds:cpu:nanoseconds", period
+	}
+	if periodType == "" {
+		periodType, periodUnit = sampleType, sampleUnit
+	}
+	parts := []string{profileName(sampleType, periodType), sampleType, sampleUnit, periodType, periodUnit}
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(p, ":", "_")
+	}
+	return strings.Join(parts, ":"), 1
+}
+
+// profileName is the first part of a profile type id.
+func profileName(sampleType, periodType string) string {
+	switch {
+	case periodType == "cpu":
+		return "process_cpu"
+	case periodType == "space", strings.HasPrefix(sampleType, "alloc_"), strings.HasPrefix(sampleType, "inuse_"):
+		return "memory"
+	case sampleType == "goroutine", sampleType == "goroutines":
+		return "goroutines"
+	case periodType != "":
+		return periodType
+	case sampleType != "":
+		return sampleType
+	}
+	return "unknown"
 }
 
 // Summary renders rejections for a partial_success message, bounded so

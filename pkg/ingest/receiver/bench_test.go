@@ -20,22 +20,21 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 )
 
-// exportMethod is the OTLP profiles export RPC.
-const exportMethod = "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
-
-// rawCodec sends pre-marshaled requests as they are, so that the
+// preMarshaledCodec sends pre-marshaled requests as they are, so that the
 // benchmark's senders (which share the machine) cost no marshaling.
-type rawCodec struct{}
+type preMarshaledCodec struct{}
 
-func (rawCodec) Marshal(v any) ([]byte, error) {
+func (preMarshaledCodec) Marshal(v any) ([]byte, error) {
 	if b, ok := v.([]byte); ok {
 		return b, nil
 	}
 	return proto.Marshal(v.(proto.Message))
 }
 
-func (rawCodec) Unmarshal(data []byte, v any) error { return proto.Unmarshal(data, v.(proto.Message)) }
-func (rawCodec) Name() string                       { return "proto" }
+func (preMarshaledCodec) Unmarshal(data []byte, v any) error {
+	return proto.Unmarshal(data, v.(proto.Message))
+}
+func (preMarshaledCodec) Name() string { return "proto" }
 
 // sender exports raw payloads over OTLP/gRPC.
 type sender struct {
@@ -45,7 +44,7 @@ type sender struct {
 func newSender(b *testing.B, addr string) *sender {
 	b.Helper()
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20), grpc.ForceCodec(rawCodec{})))
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20), grpc.ForceCodec(preMarshaledCodec{})))
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = cc.Close() })
 	return &sender{cc: cc}

@@ -72,15 +72,16 @@ func retryable(resourceExhausted bool, after time.Duration, reason, format strin
 	return e
 }
 
-// export validates, converts and writes one request for a tenant.
-func (r *Receiver) export(ctx context.Context, tenant string, req *collectorpb.ExportProfilesServiceRequest) (*collectorpb.ExportProfilesServiceResponse, *exportError) {
+// export validates, converts and writes one request (its protobuf
+// encoding) for a tenant. The batch's strings alias payload.
+func (r *Receiver) export(ctx context.Context, tenant string, payload []byte) (*collectorpb.ExportProfilesServiceResponse, *exportError) {
 	opts := convert.DefaultOptions(tenant)
 	opts.CPUSamplesAsTime = r.cfg.CPUSamplesAsTime
-	res, err := convert.Convert(req, opts)
+	res, err := convert.Protobuf(payload, opts)
 	if err != nil {
 		var re *convert.RequestError
 		if errors.As(err, &re) {
-			r.metrics.rejected.WithLabelValues(tenant, string(re.Reason)).Add(float64(countProfiles(req)))
+			r.metrics.rejected.WithLabelValues(tenant, string(re.Reason)).Add(float64(re.Profiles))
 			return nil, badRequest(string(re.Reason), "%s", re.Message)
 		}
 		return nil, badRequest("invalid", "%v", err)
@@ -115,16 +116,6 @@ func (r *Receiver) export(ctx context.Context, tenant string, req *collectorpb.E
 
 // maxMessageBytes bounds partial_success and error messages.
 const maxMessageBytes = 4096
-
-func countProfiles(req *collectorpb.ExportProfilesServiceRequest) int {
-	n := 0
-	for _, rp := range req.GetResourceProfiles() {
-		for _, sp := range rp.GetScopeProfiles() {
-			n += len(sp.GetProfiles())
-		}
-	}
-	return n
-}
 
 // writeFailure maps a writer error to a retryable answer: nothing of the
 // request was acknowledged, the sender keeps it and tries again.

@@ -1,10 +1,10 @@
 package receiver
 
 import (
+	"errors"
 	"testing"
 	"time"
 
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/flamehouse/flamehouse/internal/profilegen"
@@ -26,14 +26,18 @@ func FuzzUnmarshalJSON(f *testing.F) {
 	f.Add([]byte(`{"resourceProfiles":[{"scopeProfiles":[{"profiles":[{"profileId":"zz"}]}]}]}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var req collectorpb.ExportProfilesServiceRequest
-		if err := unmarshalJSON(data, &req); err != nil {
+		payload, err := jsonToProtobuf(data)
+		if err != nil {
 			return // not a request: refused with an error, which is the point
 		}
 		opts := convert.DefaultOptions("")
 		opts.Now = func() time.Time { return time.Unix(1_800_000_100, 0) }
-		res, err := convert.Convert(&req, opts)
-		if err == nil && res.Accepted() > res.Profiles {
+		res, err := convert.Protobuf(payload, opts)
+		var re *convert.RequestError
+		switch {
+		case err != nil && (!errors.As(err, &re) || re.Reason == convert.ReasonMalformed):
+			t.Fatalf("a request that protojson accepts must decode, got %v", err)
+		case err == nil && res.Accepted() > res.Profiles:
 			t.Fatalf("accepted %d of %d", res.Accepted(), res.Profiles)
 		}
 	})

@@ -6,21 +6,76 @@ import (
 	"time"
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/gzip" // accept gzip-compressed requests (the eBPF profiler sends them)
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 )
 
-// grpcService implements OTLP ProfilesService/Export.
+// grpcService implements OTLP ProfilesService/Export on the raw request
+// bytes: the converter decodes the wire format itself (package otlpwire),
+// so the generated message is never built.
 type grpcService struct {
-	collectorpb.UnimplementedProfilesServiceServer
 	r *Receiver
 }
 
+// rawRequest is an Export request's protobuf encoding, owned by the
+// handler (copied out of gRPC's buffers, which are reused).
+type rawRequest struct{ payload []byte }
+
+// exportMethod is ProfilesService/Export's full gRPC method name.
+const exportMethod = "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
+
+// profilesServiceDesc is collectorpb.ProfilesService_ServiceDesc with a
+// handler that takes the request as bytes (see rawCodec).
+var profilesServiceDesc = grpc.ServiceDesc{
+	ServiceName: collectorpb.ProfilesService_ServiceDesc.ServiceName,
+	HandlerType: (*any)(nil),
+	Methods:     []grpc.MethodDesc{{MethodName: "Export", Handler: exportHandler}},
+	Streams:     []grpc.StreamDesc{},
+	Metadata:    collectorpb.ProfilesService_ServiceDesc.Metadata,
+}
+
+func exportHandler(srv any, ctx context.Context, //nolint:revive // context-as-argument: the signature of grpc.MethodHandler
+	dec func(any) error, interceptor grpc.UnaryServerInterceptor,
+) (any, error) {
+	in := new(rawRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	s := srv.(*grpcService) //nolint:forcetypeassert // registered with this type only
+	if interceptor == nil {
+		return s.Export(ctx, in)
+	}
+	handler := func(ctx context.Context, req any) (any, error) {
+		return s.Export(ctx, req.(*rawRequest)) //nolint:forcetypeassert // built above
+	}
+	return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: exportMethod}, handler)
+}
+
+// rawCodec is the server's codec: protobuf for every message, except that
+// a *rawRequest receives the request bytes as they are.
+type rawCodec struct{ proto encoding.CodecV2 }
+
+func newRawCodec() rawCodec { return rawCodec{proto: encoding.GetCodecV2("proto")} }
+
+func (c rawCodec) Marshal(v any) (mem.BufferSlice, error) { return c.proto.Marshal(v) }
+
+func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if raw, ok := v.(*rawRequest); ok {
+		raw.payload = data.Materialize()
+		return nil
+	}
+	return c.proto.Unmarshal(data, v)
+}
+
+func (rawCodec) Name() string { return "proto" }
+
 // Export handles one OTLP/gRPC export.
-func (s *grpcService) Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) (*collectorpb.ExportProfilesServiceResponse, error) {
+func (s *grpcService) Export(ctx context.Context, req *rawRequest) (*collectorpb.ExportProfilesServiceResponse, error) {
 	r := s.r
 	md, _ := metadata.FromIncomingContext(ctx)
 	if eerr := checkVersion(md.Get(versionMetadata)); eerr != nil {
@@ -34,7 +89,7 @@ func (s *grpcService) Export(ctx context.Context, req *collectorpb.ExportProfile
 	if err != nil {
 		return nil, r.grpcError(&exportError{grpc: codes.Unauthenticated, reason: "unauthenticated", msg: err.Error()})
 	}
-	size := proto.Size(req)
+	size := len(req.payload)
 	r.metrics.requestBytes.Observe(float64(size))
 	if limit := r.cfg.requestLimit(tenant); size > limit {
 		return nil, r.grpcError(&exportError{
@@ -44,7 +99,7 @@ func (s *grpcService) Export(ctx context.Context, req *collectorpb.ExportProfile
 	}
 	ctx, cancel := contextWithTimeout(ctx, r.cfg.RequestTimeout)
 	defer cancel()
-	resp, eerr := r.export(ctx, tenant, req)
+	resp, eerr := r.export(ctx, tenant, req.payload)
 	if eerr != nil {
 		return nil, r.grpcError(eerr)
 	}

@@ -64,18 +64,14 @@ func (r *Receiver) exportHTTP(req *http.Request, contentType string) (*collector
 		return nil, eerr
 	}
 	r.metrics.requestBytes.Observe(float64(len(body)))
-	var msg collectorpb.ExportProfilesServiceRequest
 	if contentType == contentJSON {
-		err = unmarshalJSON(body, &msg)
-	} else {
-		err = proto.Unmarshal(body, &msg)
-	}
-	if err != nil {
-		return nil, badRequest("decode", "cannot decode the %s body as an ExportProfilesServiceRequest: %v", contentType, err)
+		if body, err = jsonToProtobuf(body); err != nil {
+			return nil, badRequest("decode", "cannot decode the %s body as an ExportProfilesServiceRequest: %v", contentType, err)
+		}
 	}
 	ctx, cancel := contextWithTimeout(req.Context(), r.cfg.RequestTimeout)
 	defer cancel()
-	return r.export(ctx, tenant, &msg)
+	return r.export(ctx, tenant, body)
 }
 
 // readBody reads a possibly gzip-compressed body within limit bytes,
@@ -145,6 +141,21 @@ func writeMessage(w http.ResponseWriter, contentType string, status int, m proto
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(status)
 	_, _ = w.Write(body) //nolint:gosec // G705: a protobuf or JSON message, never HTML
+}
+
+// jsonToProtobuf turns an OTLP/JSON request into its protobuf encoding,
+// which is what the converter reads (JSON senders are rare and small, so
+// the detour through the generated message costs little).
+func jsonToProtobuf(body []byte) ([]byte, error) {
+	var msg collectorpb.ExportProfilesServiceRequest
+	if err := unmarshalJSON(body, &msg); err != nil {
+		return nil, err
+	}
+	payload, err := proto.Marshal(&msg)
+	if err != nil {
+		return nil, fmt.Errorf("encode as protobuf: %w", err)
+	}
+	return payload, nil
 }
 
 // unmarshalJSON decodes OTLP/JSON, whose trace, span and profile ids are

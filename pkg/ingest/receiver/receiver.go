@@ -13,7 +13,7 @@ import (
 
 	"github.com/grafana/dskit/server"
 	"github.com/prometheus/client_golang/prometheus"
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	"google.golang.org/grpc"
 )
 
 // Receiver serves the OTLP endpoints.
@@ -48,7 +48,7 @@ func New(cfg Config, w Writer, ready func(context.Context) error, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("start OTLP listeners: %w", err)
 	}
-	collectorpb.RegisterProfilesServiceServer(r.server.GRPC, &grpcService{r: r})
+	r.server.GRPC.RegisterService(&profilesServiceDesc, &grpcService{r: r})
 	r.server.HTTP.Path(ProfilesPath).HandlerFunc(r.handleHTTP)
 	r.server.HTTP.Path("/ready").Methods(http.MethodGet).HandlerFunc(r.handleReady)
 	return r, nil
@@ -71,6 +71,7 @@ func (r *Receiver) serverConfig(reg *prometheus.Registry) (server.Config, error)
 	scfg.HTTPListenAddress, scfg.HTTPListenPort = httpHost, httpPort
 	scfg.GRPCServerMaxRecvMsgSize = r.cfg.MaxRequestBytes
 	scfg.GRPCServerMaxSendMsgSize = 4 << 20
+	scfg.GRPCOptions = append(scfg.GRPCOptions, grpc.ForceServerCodecV2(newRawCodec()))
 	scfg.MetricsNamespace = "flamehouse"
 	scfg.RegisterInstrumentation = true // /metrics and /debug/pprof
 	scfg.Registerer, scfg.Gatherer = reg, reg

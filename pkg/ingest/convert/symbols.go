@@ -1,0 +1,171 @@
+package convert
+
+import (
+	"encoding/binary"
+	"slices"
+	"strings"
+
+	"github.com/flamehouse/flamehouse/pkg/ingest/model"
+)
+
+// attrSet is a resolved list of sample or profile attribute indices.
+type attrSet struct {
+	kvs []model.KV // sorted by key
+	err error
+}
+
+// attributeSet resolves a list of attribute indices into a set id (an
+// index of c.sets; 0 is the empty set). Keys must be unique within the
+// list. Equal lists resolve once per request.
+func (c *converter) attributeSet(indices []int32) (int32, error) {
+	if len(indices) == 0 {
+		return 0, nil
+	}
+	if slices.Equal(indices, c.lastSetIndices) { // samples of a profile often share their list
+		return c.lastSet, c.sets[c.lastSet].err
+	}
+	key := c.setKey[:0]
+	for _, i := range indices {
+		key = binary.LittleEndian.AppendUint32(key, uint32(i)) //nolint:gosec // G115: a bit-exact key
+	}
+	c.setKey = key
+	id, ok := c.setIDs[string(key)]
+	if !ok {
+		kvs, err := c.resolveAttributeSet(indices)
+		id = int32(len(c.sets)) //nolint:gosec // G115: sets are bounded by the payload size
+		c.sets = append(c.sets, attrSet{kvs: kvs, err: err})
+		c.setIDs[string(key)] = id
+	}
+	c.lastSetIndices, c.lastSet = indices, id
+	return id, c.sets[id].err
+}
+
+func (c *converter) resolveAttributeSet(indices []int32) ([]model.KV, error) {
+	out := make([]model.KV, 0, len(indices))
+	for _, idx := range indices {
+		key, value, err := c.attribute(idx)
+		if err != nil {
+			return nil, err
+		}
+		if key != "" {
+			out = append(out, model.KV{Key: key, Value: value})
+		}
+	}
+	slices.SortFunc(out, func(a, b model.KV) int { return strings.Compare(a.Key, b.Key) })
+	for i := 1; i < len(out); i++ {
+		if out[i].Key == out[i-1].Key {
+			return nil, invalid(ReasonDuplicateAttribute, "attribute key %q appears twice", out[i].Key)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// usedStack is a stack that an accepted sample of a service refers to.
+type usedStack struct {
+	svc, stack int32
+}
+
+// usage records which stacks each service's samples use, so that a
+// request's symbols are emitted once per service and stack.
+type usage struct {
+	services  []model.ServiceKey
+	serviceID map[model.ServiceKey]int32
+	// stackSvc is, per stack index, 1 + the service that used it last.
+	stackSvc []int32
+	used     []usedStack
+}
+
+func newUsage(stacks int) usage {
+	return usage{serviceID: map[model.ServiceKey]int32{}, stackSvc: make([]int32, stacks)}
+}
+
+// serviceIndex numbers a series' service within the request.
+func (u *usage) serviceIndex(s *model.Series) int32 {
+	k := model.ServiceKey{Tenant: s.Tenant, Service: s.Service}
+	id, ok := u.serviceID[k]
+	if !ok {
+		id = int32(len(u.services)) //nolint:gosec // G115: services are bounded by the payload size
+		u.services = append(u.services, k)
+		u.serviceID[k] = id
+	}
+	return id
+}
+
+// use records that a service's sample refers to a stack.
+func (u *usage) use(svc, stack int32) {
+	if stack == 0 {
+		stack = -1 // the empty stack has no dictionary entry
+	} else if u.stackSvc[stack] == svc+1 {
+		return
+	}
+	if stack > 0 {
+		u.stackSvc[stack] = svc + 1
+	}
+	u.used = append(u.used, usedStack{svc: svc, stack: stack})
+}
+
+// unuse forgets the uses recorded after mark (a rejected profile's).
+func (u *usage) unuse(mark int) {
+	for _, s := range u.used[mark:] {
+		if s.stack > 0 {
+			u.stackSvc[s.stack] = 0
+		}
+	}
+	u.used = u.used[:mark]
+}
+
+// emitSymbols adds the stacks and frames that accepted samples use to the
+// batch, per service.
+func (c *converter) emitSymbols(b *model.Batch) {
+	for _, u := range c.used {
+		sym := b.ServiceSymbols(c.services[u.svc])
+		if u.stack < 0 {
+			if _, ok := sym.Stacks[emptyStack.id]; !ok {
+				sym.Stacks[emptyStack.id] = &model.Stack{ID: emptyStack.id}
+			}
+			continue
+		}
+		s := &c.stacks[u.stack]
+		if _, ok := sym.Stacks[s.id]; ok {
+			continue
+		}
+		sym.Stacks[s.id] = &model.Stack{ID: s.id, FrameIDs: c.stackIDs[s.start : s.start+s.n : s.start+s.n]}
+		c.emitFrames(sym, u.stack, s)
+	}
+}
+
+// emitFrames adds a stack's frames, root first, up to its length.
+func (c *converter) emitFrames(sym *model.Symbols, idx int32, s *stackEntry) {
+	left := int(s.n)
+	if s.truncated {
+		left--
+		sym.Frames[truncatedFrame.ID] = &truncatedFrame
+	}
+	locs := c.req.Int32Slice(c.dict.Stacks[idx].LocationIndices)
+	for i := len(locs) - 1; i >= 0 && left > 0; i-- {
+		l := &c.locs[locs[i]]
+		for j := l.start; j < l.start+l.n && left > 0; j++ {
+			f := &c.frames[j]
+			if _, ok := sym.Frames[f.ID]; !ok {
+				sym.Frames[f.ID] = f
+			}
+			left--
+		}
+	}
+}
+
+// reserveRows sizes the batch's sample rows for the request's samples.
+func (c *converter) reserveRows(b *model.Batch) {
+	n := 0
+	for ri := range c.req.Resources {
+		for si := range c.req.Resources[ri].Scopes {
+			for pi := range c.req.Resources[ri].Scopes[si].Profiles {
+				n += len(c.req.Resources[ri].Scopes[si].Profiles[pi].Samples)
+			}
+		}
+	}
+	b.Samples = make([]model.Sample, 0, n)
+}

@@ -1,0 +1,168 @@
+// Package otlpwire decodes OTLP profiles export requests
+// (opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest,
+// profiles v0.4.0) straight from the protobuf wire format into flat tables,
+// as a fast, allocation-light replacement for proto.Unmarshal into the
+// generated structs on the ingest path.
+//
+// Decoding is zero-copy: strings and byte slices in a Request alias the
+// payload, so the payload must stay unmodified while the Request, or any
+// string or slice taken from it, is in use. Repeated scalar fields and
+// location lines live in a few shared arrays of the Request (Int32s, Int64s,
+// Uint64s, Lines) that Spans index; the dictionary tables and the samples of
+// all profiles are plain slices sized by a cheap counting pass, so the number
+// of allocations does not grow with the number of samples or table entries.
+//
+// Decode accepts and rejects exactly what proto.Unmarshal does, and it
+// records unknown fields (including known field numbers with an unexpected
+// wire type, and groups) per message: every decoded message has an Unknown
+// flag that is set exactly when the corresponding generated message would
+// hold unknown fields. Consumers use it to reject payloads of older,
+// renumbered schema versions.
+package otlpwire
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Decode parses an ExportProfilesServiceRequest. Strings and byte slices in
+// the result alias payload: the caller must not modify payload while the
+// Request (or strings taken from it) is in use. It returns an error exactly
+// when proto.Unmarshal would (malformed wire data, invalid UTF-8 in a proto3
+// string field, invalid field number, nesting deeper than protobuf-go's
+// recursion limit).
+func Decode(payload []byte) (*Request, error) {
+	if uint64(len(payload)) > math.MaxUint32 {
+		return nil, errors.New("otlpwire: payloads of 4 GiB and more are not supported")
+	}
+	// Sub-slices of the payload keep their capacity up to its end, so that
+	// the reader may load 8 bytes at a time near the end of a field; it
+	// never reads past the payload's length.
+	payload = payload[:len(payload):len(payload)]
+	var c counts
+	c.request(payload)
+	var d decoder // on the stack: only the Request is allocated at the end
+	d.init(&c)
+	if err := d.request(payload); err != nil {
+		return nil, fmt.Errorf("otlpwire: decode ExportProfilesServiceRequest: %w", err)
+	}
+	r := new(Request)
+	*r = d.r
+	return r, nil
+}
+
+// decoder holds the Request being decoded and the backing arrays that the
+// per-message lists of scopes, profiles, samples and attributes share.
+//
+// A list grows by appending to the end of its backing array (see extend and
+// toTail), so while it grows nothing else may append to that array. That
+// holds because no message nests a message whose lists share a backing
+// array with its own, with one exception: a profile's attribute_indices
+// and its samples' share Int32s, so the profile's collect in pending first.
+// (Were it otherwise, interleaved lists would have to move, and a crafted
+// payload could make decoding quadratic.)
+type decoder struct {
+	r          Request
+	scopes     []ScopeProfiles
+	profiles   []Profile
+	samples    []Sample
+	resAttrs   []KeyValue // resource attributes
+	scopeAttrs []KeyValue // scope attributes
+	pending    []int32    // the attribute_indices of the profile being decoded
+}
+
+// init allocates every table and shared array at its counted size.
+func (d *decoder) init(c *counts) {
+	d.scopes = make([]ScopeProfiles, 0, c.scopes)
+	d.profiles = make([]Profile, 0, c.profiles)
+	d.samples = make([]Sample, 0, c.samples)
+	d.resAttrs = make([]KeyValue, 0, c.resAttrs)
+	d.scopeAttrs = make([]KeyValue, 0, c.scopeAttrs)
+	d.r = Request{
+		Resources: make([]ResourceProfiles, 0, c.resources),
+		Int32s:    make([]int32, 0, c.int32s),
+		Int64s:    make([]int64, 0, c.int64s),
+		Uint64s:   make([]uint64, 0, c.uint64s),
+		Lines:     make([]Line, 0, c.lines),
+		Dictionary: Dictionary{
+			Mappings:   make([]Mapping, 0, c.mappings),
+			Locations:  make([]Location, 0, c.locations),
+			Functions:  make([]Function, 0, c.functions),
+			Links:      make([]Link, 0, c.links),
+			Strings:    make([]string, 0, c.strings),
+			Attributes: make([]KeyValueAndUnit, 0, c.attributes),
+			Stacks:     make([]Stack, 0, c.stacks),
+		},
+	}
+}
+
+// request decodes the ExportProfilesServiceRequest message (depth 1).
+func (d *decoder) request(b []byte) error {
+	r := &d.r
+	for rd := (reader{b: b}); rd.more(); {
+		tag, _, v, err := rd.next()
+		if err != nil {
+			return err
+		}
+		switch tag {
+		case 1<<3 | wireBytes: // resource_profiles
+			r.Resources = append(r.Resources, ResourceProfiles{})
+			i := len(r.Resources) - 1
+			if err := d.resourceProfiles(v, &r.Resources[i]); err != nil {
+				return within("resource_profiles", i, err)
+			}
+		case 2<<3 | wireBytes: // dictionary
+			if err := d.dictionary(v, &r.Dictionary); err != nil {
+				return within("dictionary", -1, err)
+			}
+		default:
+			r.Unknown = true
+		}
+	}
+	return nil
+}
+
+// fieldError is a decoding error with the path of the field it occurred in,
+// such as resource_profiles[2].scope_profiles[0].profiles[1].samples[7].
+type fieldError struct {
+	segs []string // innermost first
+	err  error
+}
+
+// elide is how many path segments an error message keeps at either end of
+// a very long (deeply nested) path.
+const elide = 12
+
+func (e *fieldError) Error() string {
+	var sb strings.Builder
+	for i := len(e.segs) - 1; i >= 0; i-- {
+		if i == len(e.segs)-1-elide && i > elide {
+			sb.WriteString("(…).")
+			i = elide
+		}
+		sb.WriteString(e.segs[i])
+		if i > 0 {
+			sb.WriteByte('.')
+		}
+	}
+	return sb.String() + ": " + e.err.Error()
+}
+
+func (e *fieldError) Unwrap() error { return e.err }
+
+// within adds the field that contains err's field to the error's path; i is
+// the element index for repeated fields, -1 for singular ones.
+func within(field string, i int, err error) error {
+	if i >= 0 {
+		field += "[" + strconv.Itoa(i) + "]"
+	}
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		fe.segs = append(fe.segs, field)
+		return fe
+	}
+	return &fieldError{segs: []string{field}, err: err}
+}
