@@ -123,11 +123,12 @@ func toGolden(t *testing.T, b *model.Batch) golden {
 	for _, s := range b.Samples {
 		sym := b.Symbols[model.ServiceKey{Tenant: s.Meta.Series.Tenant, Service: s.Meta.Series.Service}]
 		require.NotNil(t, sym, "every sample's service has symbols")
-		stack := sym.Stacks[s.StackID]
+		stacks, frames := sym.ByID()
+		stack := stacks[s.StackID]
 		require.NotNil(t, stack, "every sample's stack is in the batch")
 		var labels []string
 		for _, id := range stack.FrameIDs {
-			f := sym.Frames[id]
+			f := frames[id]
 			require.NotNil(t, f, "every frame of a stack is in the batch")
 			labels = append(labels, f.Label())
 		}
@@ -138,9 +139,7 @@ func toGolden(t *testing.T, b *model.Batch) golden {
 	}
 	var frames []*model.Frame
 	for _, sym := range b.Symbols {
-		for _, f := range sym.Frames {
-			frames = append(frames, f)
-		}
+		frames = append(frames, sym.Frames...)
 	}
 	for _, f := range frames {
 		gf := goldenFrame{

@@ -135,11 +135,9 @@ type converter struct {
 	stackIDs []uint64
 
 	// sets are the resolved attribute sets (see attributeSet).
-	sets           []attrSet
-	setIDs         map[string]int32
-	setKey         []byte
-	lastSetIndices []int32
-	lastSet        int32
+	sets    []attrSet
+	setIDs  map[uint64]int32 // by a hash of the indices
+	lastSet int32
 
 	ps profileState
 	usage
@@ -154,14 +152,26 @@ func newConverter(req *otlpwire.Request, opts Options) *converter {
 		locs:     make([]locEntry, len(d.Locations)),
 		stacks:   make([]stackEntry, len(d.Stacks)),
 		links:    make([]linkEntry, len(d.Links)),
-		frames:   make([]model.Frame, 0, len(d.Locations)+len(d.Locations)/4),
+		// A location makes one frame per line, or one without lines.
+		frames:   make([]model.Frame, 0, len(d.Locations)+len(req.Lines)),
+		stackIDs: make([]uint64, 0, stackFrames(req)),
 		sets:     []attrSet{{}},
-		setIDs:   map[string]int32{},
+		setIDs:   map[uint64]int32{},
 		ps: profileState{
 			rows: map[rowKey]int32{}, metas: map[int32]*model.SampleMeta{}, merged: map[int32][]model.KV{},
 		},
 		usage: newUsage(len(d.Stacks)),
 	}
+}
+
+// stackFrames estimates the frame ids of all stacks: one per location
+// reference (inlined lines add more, MaxStackDepth cuts).
+func stackFrames(req *otlpwire.Request) int {
+	n := 0
+	for i := range req.Dictionary.Stacks {
+		n += int(req.Dictionary.Stacks[i].LocationIndices.Len)
+	}
+	return n
 }
 
 // checkIndex validates an index into a table of n entries; 0 ("unset")

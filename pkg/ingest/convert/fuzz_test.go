@@ -49,15 +49,19 @@ func FuzzConvert(f *testing.F) {
 				t.Fatalf("sample refers to a series that is not in the batch")
 			}
 			sym := res.Batch.Symbols[model.ServiceKey{Tenant: s.Meta.Series.Tenant, Service: s.Meta.Series.Service}]
-			if sym == nil || sym.Stacks[s.StackID] == nil {
+			if sym == nil {
+				t.Fatalf("sample's service has no symbols")
+			}
+			stacks, frames := sym.ByID()
+			if stacks[s.StackID] == nil {
 				t.Fatalf("sample refers to a stack that is not in the batch")
 			}
-			ids := sym.Stacks[s.StackID].FrameIDs
+			ids := stacks[s.StackID].FrameIDs
 			if len(ids) > testOptions().MaxStackDepth || model.StackID(ids) != s.StackID {
 				t.Fatalf("stack of %d frames does not match its id or exceeds the depth limit", len(ids))
 			}
 			for _, id := range ids {
-				if sym.Frames[id] == nil || sym.Frames[id].ID != id {
+				if frames[id] == nil || frames[id].ID != id {
 					t.Fatalf("stack refers to a frame that is not in the batch")
 				}
 			}

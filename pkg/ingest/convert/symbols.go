@@ -5,13 +5,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 )
 
 // attrSet is a resolved list of sample or profile attribute indices.
 type attrSet struct {
-	kvs []model.KV // sorted by key
-	err error
+	indices []int32    // aliases the request
+	kvs     []model.KV // sorted by key
+	err     error
 }
 
 // attributeSet resolves a list of attribute indices into a set id (an
@@ -21,22 +24,25 @@ func (c *converter) attributeSet(indices []int32) (int32, error) {
 	if len(indices) == 0 {
 		return 0, nil
 	}
-	if slices.Equal(indices, c.lastSetIndices) { // samples of a profile often share their list
+	if slices.Equal(indices, c.sets[c.lastSet].indices) { // samples of a profile often share their list
 		return c.lastSet, c.sets[c.lastSet].err
 	}
-	key := c.setKey[:0]
+	var buf [64]byte
+	key := buf[:0]
 	for _, i := range indices {
 		key = binary.LittleEndian.AppendUint32(key, uint32(i)) //nolint:gosec // G115: a bit-exact key
 	}
-	c.setKey = key
-	id, ok := c.setIDs[string(key)]
-	if !ok {
+	h := xxhash.Sum64(key)
+	id, ok := c.setIDs[h]
+	if !ok || !slices.Equal(indices, c.sets[id].indices) {
 		kvs, err := c.resolveAttributeSet(indices)
 		id = int32(len(c.sets)) //nolint:gosec // G115: sets are bounded by the payload size
-		c.sets = append(c.sets, attrSet{kvs: kvs, err: err})
-		c.setIDs[string(key)] = id
+		c.sets = append(c.sets, attrSet{indices: indices, kvs: kvs, err: err})
+		if !ok { // on a hash collision the list is resolved again each time: correct, and rare
+			c.setIDs[h] = id
+		}
 	}
-	c.lastSetIndices, c.lastSet = indices, id
+	c.lastSet = id
 	return id, c.sets[id].err
 }
 
@@ -118,41 +124,47 @@ func (u *usage) unuse(mark int) {
 }
 
 // emitSymbols adds the stacks and frames that accepted samples use to the
-// batch, per service.
+// batch, once per service (a frame shared by several locations may still
+// appear more than once).
 func (c *converter) emitSymbols(b *model.Batch) {
-	for _, u := range c.used {
-		sym := b.ServiceSymbols(c.services[u.svc])
+	slices.SortStableFunc(c.used, func(a, b usedStack) int { return int(a.svc) - int(b.svc) })
+	locSvc := make([]int32, len(c.locs)) // 1 + the service whose frames were emitted last
+	var sym *model.Symbols
+	for i, u := range c.used {
+		if i == 0 || u.svc != c.used[i-1].svc {
+			sym = b.ServiceSymbols(c.services[u.svc])
+		}
 		if u.stack < 0 {
-			if _, ok := sym.Stacks[emptyStack.id]; !ok {
-				sym.Stacks[emptyStack.id] = &model.Stack{ID: emptyStack.id}
-			}
+			sym.Stacks = append(sym.Stacks, model.Stack{ID: emptyStack.id})
 			continue
 		}
 		s := &c.stacks[u.stack]
-		if _, ok := sym.Stacks[s.id]; ok {
-			continue
-		}
-		sym.Stacks[s.id] = &model.Stack{ID: s.id, FrameIDs: c.stackIDs[s.start : s.start+s.n : s.start+s.n]}
-		c.emitFrames(sym, u.stack, s)
+		sym.Stacks = append(sym.Stacks, model.Stack{ID: s.id, FrameIDs: c.stackIDs[s.start : s.start+s.n : s.start+s.n]})
+		c.emitFrames(sym, u, s, locSvc)
 	}
 }
 
-// emitFrames adds a stack's frames, root first, up to its length.
-func (c *converter) emitFrames(sym *model.Symbols, idx int32, s *stackEntry) {
+// emitFrames adds the frames of a stack's locations not yet emitted for
+// the service, root first, up to the stack's (possibly cut) length.
+func (c *converter) emitFrames(sym *model.Symbols, u usedStack, s *stackEntry, locSvc []int32) {
 	left := int(s.n)
 	if s.truncated {
 		left--
-		sym.Frames[truncatedFrame.ID] = &truncatedFrame
+		sym.Frames = append(sym.Frames, &truncatedFrame)
 	}
-	locs := c.req.Int32Slice(c.dict.Stacks[idx].LocationIndices)
+	locs := c.req.Int32Slice(c.dict.Stacks[u.stack].LocationIndices)
 	for i := len(locs) - 1; i >= 0 && left > 0; i-- {
 		l := &c.locs[locs[i]]
-		for j := l.start; j < l.start+l.n && left > 0; j++ {
-			f := &c.frames[j]
-			if _, ok := sym.Frames[f.ID]; !ok {
-				sym.Frames[f.ID] = f
+		n := min(int(l.n), left)
+		left -= n
+		if n == int(l.n) { // a cut location is not marked: its other frames may be needed later
+			if locSvc[locs[i]] == u.svc+1 {
+				continue
 			}
-			left--
+			locSvc[locs[i]] = u.svc + 1
+		}
+		for j := l.start; j < l.start+uint32(n); j++ { //nolint:gosec // G115: n <= l.n
+			sym.Frames = append(sym.Frames, &c.frames[j])
 		}
 	}
 }

@@ -193,14 +193,27 @@ type ServiceKey struct {
 	Tenant, Service string
 }
 
-// Symbols are the stacks and frames of one service, by id.
+// Symbols are the stacks and frames of one service. An id may appear
+// more than once (ids are content hashes: equal ids are equal rows).
 type Symbols struct {
-	Stacks map[uint64]*Stack
-	Frames map[uint64]*Frame
+	Stacks []Stack
+	Frames []*Frame
+}
+
+// ByID indexes the symbols by id.
+func (s *Symbols) ByID() (stacks map[uint64]*Stack, frames map[uint64]*Frame) {
+	stacks = make(map[uint64]*Stack, len(s.Stacks))
+	for i := range s.Stacks {
+		stacks[s.Stacks[i].ID] = &s.Stacks[i]
+	}
+	frames = make(map[uint64]*Frame, len(s.Frames))
+	for _, f := range s.Frames {
+		frames[f.ID] = f
+	}
+	return stacks, frames
 }
 
 // Batch is what one or more export requests contribute to each table.
-// Stacks, frames and series are deduplicated within the batch.
 type Batch struct {
 	Samples []Sample
 	Series  []*Series
@@ -219,26 +232,10 @@ func NewBatch() *Batch {
 func (b *Batch) ServiceSymbols(k ServiceKey) *Symbols {
 	s, ok := b.Symbols[k]
 	if !ok {
-		s = &Symbols{Stacks: map[uint64]*Stack{}, Frames: map[uint64]*Frame{}}
+		s = &Symbols{}
 		b.Symbols[k] = s
 	}
 	return s
-}
-
-// Merge appends other's rows to b (ids are content hashes, so maps merge).
-func (b *Batch) Merge(other *Batch) {
-	b.Samples = append(b.Samples, other.Samples...)
-	b.Series = append(b.Series, other.Series...)
-	for k, sym := range other.Symbols {
-		mine := b.ServiceSymbols(k)
-		for id, st := range sym.Stacks {
-			mine.Stacks[id] = st
-		}
-		for id, f := range sym.Frames {
-			mine.Frames[id] = f
-		}
-	}
-	b.Events += other.Events
 }
 
 // writeField writes a length-prefixed string, so that field boundaries

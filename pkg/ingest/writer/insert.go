@@ -88,13 +88,14 @@ func (w *Writer) newMetadata(ps []*pending, day int32) *metadata {
 			}
 		}
 		for svc, sym := range p.batch.Symbols {
-			for id, st := range sym.Stacks {
-				if add(cacheKey(kindStack, svc.Tenant, svc.Service, id)) {
+			for i := range sym.Stacks {
+				st := &sym.Stacks[i]
+				if add(cacheKey(kindStack, svc.Tenant, svc.Service, st.ID)) {
 					m.stacks = append(m.stacks, serviceStack{svc: svc, stack: st})
 				}
 			}
-			for id, f := range sym.Frames {
-				if add(cacheKey(kindFrame, svc.Tenant, svc.Service, id)) {
+			for _, f := range sym.Frames {
+				if add(cacheKey(kindFrame, svc.Tenant, svc.Service, f.ID)) {
 					m.frames = append(m.frames, serviceFrame{svc: svc, frame: f})
 				}
 			}

@@ -123,11 +123,11 @@ func requireMetadataStored(t *testing.T, conn clickhouse.Conn, tables schema.Con
 	}
 	require.NoError(t, rows.Err())
 	for _, sym := range b.Symbols {
-		for id, f := range sym.Frames {
-			require.Equal(t, *f, frames[id], "frame %d", id)
+		for _, f := range sym.Frames {
+			require.Equal(t, *f, frames[f.ID], "frame %d", f.ID)
 		}
-		for id, st := range sym.Stacks {
-			require.Equal(t, st.FrameIDs, stacks[id], "stack %d", id)
+		for _, st := range sym.Stacks {
+			require.Equal(t, st.FrameIDs, stacks[st.ID], "stack %d", st.ID)
 		}
 	}
 	for _, s := range b.Series {
