@@ -184,7 +184,7 @@ var (
 // bytes. Each node's stacks, frames and series are sent once before timing
 // (they are written once a day; the steady state writes samples).
 //
-//   - throughput: 16 concurrent senders, as fast as the service takes
+//   - throughput: one sender per node (100), as fast as the service takes
 //     them; one b.N is one 5 s interval of all 100 nodes. Sustained
 //     samples/s and memory per request.
 //   - latency: the real pace, one node report every 50 ms;
@@ -195,7 +195,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 }
 
 func benchThroughput(b *testing.B) {
-	const senders = 16
+	const senders = clusterNodes // every node sends on its own
 	env := newEnvWith(b, DefaultConfig(), writer.DefaultConfig()) // production defaults
 	bodies, events, payload := clusterReports(b, 4)
 	s := newSender(b, env.r.GRPCAddress())

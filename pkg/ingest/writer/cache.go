@@ -49,6 +49,16 @@ func (c *symbolCache) has(key uint64, day int32) bool {
 	return ok && d == day
 }
 
+// known marks, under one lock, which keys are cached for the period.
+func (c *symbolCache) known(keys []uint64, day int32, known []bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, k := range keys {
+		d, ok := c.days[k]
+		known[i] = ok && d == day
+	}
+}
+
 func (c *symbolCache) put(key uint64, day int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -156,6 +157,7 @@ func (w *Writer) Write(ctx context.Context, b *model.Batch) error {
 	if rows == 0 && len(b.Series) == 0 {
 		return nil
 	}
+	w.dropKnownSymbols(b)
 	w.mu.Lock()
 	switch {
 	case w.closed:
@@ -180,6 +182,57 @@ func (w *Writer) Write(ctx context.Context, b *model.Batch) error {
 		// duplicate is better than a loss.
 		return ctx.Err()
 	}
+}
+
+// dropKnownSymbols removes the stacks and frames already written today
+// from a batch and copies the rest out of the converter's arrays, so that
+// a queued request holds little more than its sample rows and payload.
+// (A symbol cached today is committed: samples may refer to it.)
+func (w *Writer) dropKnownSymbols(b *model.Batch) {
+	day := int32(w.now().Unix() / 86400) //nolint:gosec // G115: days since 1970 fit
+	var keys []uint64
+	var known []bool
+	check := func(n int, key func(i int) uint64) []bool {
+		keys, known = keys[:0], slices.Grow(known[:0], n)[:n]
+		for i := range n {
+			keys = append(keys, key(i))
+		}
+		w.cache.known(keys, day, known)
+		return known
+	}
+	for svc, sym := range b.Symbols {
+		isKnown := check(len(sym.Stacks), func(i int) uint64 { return cacheKey(kindStack, svc.Tenant, svc.Service, sym.Stacks[i].ID) })
+		stacks := make([]model.Stack, 0, len(sym.Stacks)-countTrue(isKnown))
+		var ids []uint64
+		for i := range sym.Stacks {
+			if !isKnown[i] {
+				start := len(ids)
+				ids = append(ids, sym.Stacks[i].FrameIDs...)
+				stacks = append(stacks, model.Stack{ID: sym.Stacks[i].ID, FrameIDs: ids[start:len(ids):len(ids)]})
+			}
+		}
+		isKnown = check(len(sym.Frames), func(i int) uint64 { return cacheKey(kindFrame, svc.Tenant, svc.Service, sym.Frames[i].ID) })
+		frames := make([]model.Frame, 0, len(sym.Frames)-countTrue(isKnown))
+		for i, f := range sym.Frames {
+			if !isKnown[i] {
+				frames = append(frames, *f)
+			}
+		}
+		sym.Stacks, sym.Frames = stacks, make([]*model.Frame, len(frames))
+		for i := range frames {
+			sym.Frames[i] = &frames[i]
+		}
+	}
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // queuedRows reports the sample rows accepted and not yet answered.

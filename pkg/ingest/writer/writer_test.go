@@ -217,6 +217,10 @@ func TestWriteCommitsEveryTable(t *testing.T) {
 
 			again, _ := report(t, 1, 400) // the same entries again: none is written twice
 			require.NoError(t, w.Write(ctx, again))
+			for _, sym := range again.Symbols {
+				require.Empty(t, sym.Stacks, "stacks written today are dropped before the request is queued")
+				require.Empty(t, sym.Frames, "frames written today are dropped before the request is queued")
+			}
 			requireSameRows(t, conn, catalog[0], catalog[1])
 			requireSameRows(t, conn, labels[0], labels[1])
 		})
