@@ -195,7 +195,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 }
 
 func benchThroughput(b *testing.B) {
-	const senders = clusterNodes // every node sends on its own
+	const senders = clusterNodes                                  // every node sends on its own
 	env := newEnvWith(b, DefaultConfig(), writer.DefaultConfig()) // production defaults
 	bodies, events, payload := clusterReports(b, 4)
 	s := newSender(b, env.r.GRPCAddress())
