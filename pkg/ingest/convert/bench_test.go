@@ -52,6 +52,41 @@ func BenchmarkDecodeAndConvert(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeAndConvertClusterReports converts the node reports of
+// the W-cluster workload that the end-to-end benchmark sends: 100 nodes of
+// 40 pods each, 25.6k samples/s in all, one report per node and 5 s.
+func BenchmarkDecodeAndConvertClusterReports(b *testing.B) {
+	cfg := profilegen.DefaultConfig()
+	cfg.Pods, cfg.SamplesPerSecond, cfg.Stacks, cfg.Locations, cfg.Functions = 4000, 25_600, 5_000, 8_000, 3_000
+	g := profilegen.New(cfg)
+	start := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	var bodies [][]byte
+	size := 0
+	for _, req := range g.NodeReports(start, 40) {
+		body, err := proto.Marshal(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies = append(bodies, body)
+		size += len(body)
+	}
+	opts := DefaultOptions("")
+	opts.Now = func() time.Time { return start.Add(time.Minute) }
+	b.SetBytes(int64(size / len(bodies)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		res, err := Protobuf(bodies[i%len(bodies)], opts)
+		if err != nil || len(res.Rejected) > 0 {
+			b.Fatal(err, res.Rejected)
+		}
+		i++
+	}
+	events := float64(g.Events()) / float64(len(bodies))
+	b.ReportMetric(events*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+	b.ReportMetric(float64(size)/float64(g.Events()), "bytes/sample")
+}
+
 // BenchmarkDecodeOnly is what the generated protobuf code alone costs on
 // the small report, for comparison: the converter decodes with otlpwire
 // (see its BenchmarkDecode).
