@@ -152,8 +152,7 @@ func newConverter(req *otlpwire.Request, opts Options) *converter {
 		locs:     make([]locEntry, len(d.Locations)),
 		stacks:   make([]stackEntry, len(d.Stacks)),
 		links:    make([]linkEntry, len(d.Links)),
-		// A location makes one frame per line, or one without lines.
-		frames:   make([]model.Frame, 0, len(d.Locations)+len(req.Lines)),
+		frames:   make([]model.Frame, 0, locationFrames(req)),
 		stackIDs: make([]uint64, 0, stackFrames(req)),
 		sets:     []attrSet{{}},
 		setIDs:   map[uint64]int32{},
@@ -162,6 +161,16 @@ func newConverter(req *otlpwire.Request, opts Options) *converter {
 		},
 		usage: newUsage(len(d.Stacks)),
 	}
+}
+
+// locationFrames counts the frames of all locations: one per line, or one
+// for a location without lines.
+func locationFrames(req *otlpwire.Request) int {
+	n := 0
+	for i := range req.Dictionary.Locations {
+		n += max(1, int(req.Dictionary.Locations[i].Lines.Len))
+	}
+	return n
 }
 
 // stackFrames estimates the frame ids of all stacks: one per location
