@@ -69,17 +69,6 @@ func (d *Datasource) connection() (clickhouse.Conn, error) {
 	return d.conn, nil
 }
 
-// QueryData answers each query with a clear error until query support
-// lands (flame graph, table and metrics queries are the next step).
-func (*Datasource) QueryData(_ context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
-	resp := backend.NewQueryDataResponse()
-	for _, q := range req.Queries {
-		resp.Responses[q.RefID] = backend.ErrDataResponse(backend.StatusNotImplemented,
-			"this Flamehouse build checks the connection and schema only; profile queries are not available yet")
-	}
-	return resp, nil
-}
-
 // CheckHealth connects to ClickHouse and verifies that the Flamehouse
 // tables exist. Every failure says what to fix.
 func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequest) (*backend.CheckHealthResult, error) {

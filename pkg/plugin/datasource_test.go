@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/stretchr/testify/require"
@@ -98,12 +99,30 @@ func TestCheckHealthReportsBadSettings(t *testing.T) {
 	require.Contains(t, res.Message, "database")
 }
 
-func TestQueryDataSaysQueriesAreNotAvailable(t *testing.T) {
-	ds := instance(t, map[string]any{"host": "127.0.0.1"}, nil)
+func TestQueryDataReportsBrokenSettingsAndUnreachableServersPerQuery(t *testing.T) {
+	ds := instance(t, map[string]any{}, nil)
 	resp, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{RefID: "A"}, {RefID: "B"}}})
 	require.NoError(t, err)
 	require.Len(t, resp.Responses, 2)
-	require.Equal(t, backend.StatusNotImplemented, resp.Responses["A"].Status)
+	for _, r := range resp.Responses {
+		require.Equal(t, backend.StatusBadRequest, r.Status)
+		require.Equal(t, backend.ErrorSourceDownstream, r.ErrorSource)
+		require.ErrorContains(t, r.Error, "host")
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a TCP listener
+	require.NoError(t, ln.Close())        // nothing listens there now
+	ds = instance(t, map[string]any{"host": "127.0.0.1", "port": port, "protocol": "http", "dialTimeout": "1"}, nil)
+	now := time.Now()
+	resp, err = ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{
+		RefID: "A", JSON: []byte(`{"profileTypeId":"` + cpuType + `"}`), TimeRange: backend.TimeRange{From: now.Add(-time.Hour), To: now},
+	}}})
+	require.NoError(t, err)
+	require.Error(t, resp.Responses["A"].Error)
+	require.Equal(t, backend.ErrorSourceDownstream, resp.Responses["A"].ErrorSource)
+	require.Contains(t, resp.Responses["A"].Error.Error(), "ClickHouse")
 }
 
 func TestSettingsDefaultsAndPorts(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
 	"github.com/flamehouse/flamehouse/pkg/chclient"
+	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/secret"
 )
@@ -44,12 +45,26 @@ type Settings struct {
 	Password secret.String `json:"-"`
 }
 
-// ProfilesSettings locate the Flamehouse tables.
+// ProfilesSettings locate the Flamehouse tables and set query defaults.
 type ProfilesSettings struct {
 	// Database of the tables; default "otel".
 	Database string `json:"database"`
 	// TablePrefix of the tables; default "otel_".
 	TablePrefix string `json:"tablePrefix"`
+	// Tenant whose rows the datasource reads; default "" (the ingest's
+	// tenant when auth is off).
+	Tenant string `json:"tenant"`
+	// DefaultProfileType is used by queries that name none, e.g.
+	// process_cpu:cpu:nanoseconds:cpu:nanoseconds.
+	DefaultProfileType string `json:"defaultProfileType"`
+	// DefaultMaxNodes caps flame graph nodes when a query sets no
+	// maxNodes; default 16384.
+	DefaultMaxNodes int `json:"defaultMaxNodes"`
+	// SpanWindowPadding widens span and trace queries' time range, in
+	// seconds; default 60.
+	SpanWindowPadding string `json:"spanWindowPadding"`
+	// MinStep is the shortest time-series interval, in seconds; default 15.
+	MinStep string `json:"minStep"`
 }
 
 var errNoHost = errors.New("server address (host) is missing: set it in the datasource's connection settings")
@@ -86,7 +101,18 @@ func (s *Settings) validate() error {
 	if s.Port < 0 || s.Port > 65535 {
 		err = errors.Join(err, fmt.Errorf("port %d is out of range", s.Port))
 	}
-	for name, v := range map[string]string{"dial timeout": s.DialTimeout, "query timeout": s.QueryTimeout} {
+	if s.Profiles.DefaultMaxNodes < 0 || s.Profiles.DefaultMaxNodes > query.MaxMaxNodes {
+		err = errors.Join(err, fmt.Errorf("default max nodes %d must be between 1 and %d", s.Profiles.DefaultMaxNodes, query.MaxMaxNodes))
+	}
+	if s.Profiles.DefaultProfileType != "" {
+		if _, e := query.ParseProfileType(s.Profiles.DefaultProfileType); e != nil {
+			err = errors.Join(err, fmt.Errorf("default profile type: %w", e))
+		}
+	}
+	for name, v := range map[string]string{
+		"dial timeout": s.DialTimeout, "query timeout": s.QueryTimeout,
+		"span window padding": s.Profiles.SpanWindowPadding, "min step": s.Profiles.MinStep,
+	} {
 		if _, parseErr := seconds(v, time.Second); parseErr != nil {
 			err = errors.Join(err, fmt.Errorf("%s %q is not a number of seconds", name, v))
 		}
@@ -108,6 +134,22 @@ func seconds(v string, def time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("not a number of seconds: %q", v)
 	}
 	return time.Duration(f * float64(time.Second)), nil
+}
+
+// queryOptions are the query defaults of the settings.
+func (s *Settings) queryOptions() query.Options {
+	padding, _ := seconds(s.Profiles.SpanWindowPadding, time.Minute)
+	minStep, _ := seconds(s.Profiles.MinStep, 15*time.Second)
+	return query.Options{
+		DefaultProfileType: s.Profiles.DefaultProfileType, DefaultMaxNodes: s.Profiles.DefaultMaxNodes,
+		SpanPadding: padding, MinStep: minStep,
+	}
+}
+
+// queryTimeout is the ClickHouse max_execution_time of a query.
+func (s *Settings) queryTimeout() time.Duration {
+	d, _ := seconds(s.QueryTimeout, time.Minute)
+	return d
 }
 
 // schemaConfig is the schema configuration the settings point at.

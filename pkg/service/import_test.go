@@ -4,88 +4,15 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flamehouse/flamehouse/internal/pproftest"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
-
-var cpuSink int
-
-//go:noinline
-func spinSquares(n int) int {
-	s := 0
-	for i := range n {
-		s += i * i
-	}
-	return s
-}
-
-//go:noinline
-func spinXor(n int) int {
-	s := 1
-	for i := range n {
-		s ^= i << 3
-	}
-	return s
-}
-
-//go:noinline
-func spinBoth(n int) int { return spinSquares(n/2) + spinXor(n/2) }
-
-// recordCPUProfile writes a real CPU profile of this process doing known work.
-func recordCPUProfile(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	require.NoError(t, err)
-	require.NoError(t, pprof.StartCPUProfile(f))
-	end := time.Now().Add(1500 * time.Millisecond)
-	for time.Now().Before(end) {
-		cpuSink += spinSquares(200_000) + spinBoth(200_000)
-	}
-	pprof.StopCPUProfile()
-	require.NoError(t, f.Close())
-}
-
-// pprofTop runs `go tool pprof -top` and returns flat and cumulative
-// nanoseconds per function.
-func pprofTop(t *testing.T, path string) (flat, cum map[string]int64) {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	require.NoError(t, err, "the go tool is needed to compare with pprof -top")
-	out, err := exec.Command(goBin, "tool", "pprof", "-top", "-nodecount=100000", "-nodefraction=0", "-edgefraction=0", "-unit=ns", path).CombinedOutput()
-	require.NoError(t, err, string(out))
-	flat, cum = map[string]int64{}, map[string]int64{}
-	parse := func(s string) int64 {
-		v, err := strconv.ParseInt(strings.TrimSuffix(s, "ns"), 10, 64)
-		require.NoError(t, err, s)
-		return v
-	}
-	header := false
-	for line := range strings.SplitSeq(string(out), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) >= 2 && fields[0] == "flat" {
-			header = true
-			continue
-		}
-		if !header || len(fields) < 6 {
-			continue
-		}
-		name := strings.TrimSuffix(strings.Join(fields[5:], " "), " (inline)")
-		flat[name] += parse(fields[0])
-		cum[name] += parse(fields[3])
-	}
-	require.NotEmpty(t, flat, "pprof -top printed functions:\n%s", out)
-	return flat, cum
-}
 
 // TestImportMatchesPprofTop imports a real CPU profile with `flamehouse
 // import` into a running Flamehouse and checks that per-function flat and
@@ -95,8 +22,8 @@ func TestImportMatchesPprofTop(t *testing.T) {
 		t.Skip("starts the embedded engine; skipped under -short")
 	}
 	path := filepath.Join(t.TempDir(), "cpu.pb.gz")
-	recordCPUProfile(t, path)
-	wantFlat, wantCum := pprofTop(t, path)
+	pproftest.RecordCPU(t, path, 1500*time.Millisecond)
+	wantFlat, wantCum := pproftest.Top(t, path)
 
 	cfg := DefaultConfig()
 	cfg.Embedded.DataDir, cfg.Embedded.ListenAddress = t.TempDir(), "127.0.0.1:0"

@@ -1,0 +1,97 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/flamehouse/flamehouse/pkg/query"
+)
+
+// QueryData answers each query: a flame graph, a top-functions table or
+// time series. Invalid queries and ClickHouse failures are downstream
+// errors of that query only.
+func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
+	resp := backend.NewQueryDataResponse()
+	engine, err := d.engine()
+	if err != nil {
+		for _, q := range req.Queries {
+			resp.Responses[q.RefID] = backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream,
+				"datasource settings: "+err.Error())
+		}
+		return resp, nil
+	}
+	ctx = d.queryContext(ctx, req.PluginContext.User, req.GetHTTPHeader("X-Dashboard-Uid"), req.GetHTTPHeader("X-Panel-Id"))
+	for _, q := range req.Queries {
+		resp.Responses[q.RefID] = d.query(ctx, engine, q)
+	}
+	return resp, nil
+}
+
+func (d *Datasource) query(ctx context.Context, engine *query.Engine, q backend.DataQuery) backend.DataResponse {
+	r, err := query.ParseRequest(q.JSON, q.TimeRange.From, q.TimeRange.To, q.Interval, d.settings.queryOptions())
+	if err != nil {
+		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream, "invalid query: "+err.Error())
+	}
+	frames, err := engine.Run(ctx, r)
+	if err != nil {
+		return clickHouseError(err)
+	}
+	for _, f := range frames {
+		f.RefID = q.RefID
+	}
+	return backend.DataResponse{Frames: frames}
+}
+
+// clickHouseError states a failed ClickHouse query as a downstream error.
+func clickHouseError(err error) backend.DataResponse {
+	status := backend.StatusInternal
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) {
+		status = backend.StatusBadGateway
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		status = backend.StatusTimeout
+	}
+	return backend.ErrDataResponseWithSource(status, backend.ErrorSourceDownstream, "ClickHouse: "+err.Error())
+}
+
+// engine is the query engine on the datasource's connection.
+func (d *Datasource) engine() (*query.Engine, error) {
+	conn, err := d.connection()
+	if err != nil {
+		return nil, err
+	}
+	return &query.Engine{Conn: conn, Tables: d.settings.schemaConfig(), Tenant: d.settings.Profiles.Tenant}, nil
+}
+
+// queryContext carries the ClickHouse settings of the datasource's
+// queries: a time limit, a result limit, and a log_comment naming the
+// Grafana user, dashboard and panel (visible in system.query_log).
+func (d *Datasource) queryContext(ctx context.Context, user *backend.User, dashboard, panel string) context.Context {
+	var who []string
+	if user != nil && user.Login != "" {
+		who = append(who, "grafana_user:"+user.Login)
+	}
+	if dashboard != "" {
+		who = append(who, "grafana_dashboard:"+dashboard)
+	}
+	if panel != "" {
+		who = append(who, "grafana_panel:"+panel)
+	}
+	settings := clickhouse.Settings{"max_result_rows": maxResultRows, "result_overflow_mode": "throw"}
+	if t := d.settings.queryTimeout(); t > 0 {
+		settings["max_execution_time"] = int(t.Seconds())
+	}
+	if len(who) > 0 {
+		settings["log_comment"] = "flamehouse " + strings.Join(who, " ")
+	}
+	return clickhouse.Context(ctx, clickhouse.WithSettings(settings))
+}
+
+// maxResultRows protects the plugin from runaway results (stacks of a
+// flame graph, frames of a lookup, points of time series).
+const maxResultRows = 5_000_000

@@ -1,0 +1,336 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/grafana/dskit/services"
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/pproftest"
+	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/pkg/ingest"
+	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
+	"github.com/flamehouse/flamehouse/pkg/ingest/model"
+	"github.com/flamehouse/flamehouse/pkg/pprofconv"
+	"github.com/flamehouse/flamehouse/pkg/query"
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+const cpuType = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+
+// fixture is a migrated database fed by the real ingest service, and a
+// datasource on it.
+type fixture struct {
+	ds     *Datasource
+	ingest *ingest.Ingester
+}
+
+func newFixture(t *testing.T, profiles map[string]any) *fixture {
+	t.Helper()
+	srv := chtest.Get(t)
+	conn := srv.Open(t)
+	tables := schema.DefaultConfig()
+	tables.Database = srv.NewDatabase(t)
+	tables.Retention = schema.Retention{}
+	m, err := schema.NewMigrator(tables, conn)
+	require.NoError(t, err)
+	_, err = m.Migrate(context.Background())
+	require.NoError(t, err)
+
+	cfg := ingest.DefaultConfig()
+	cfg.Receiver.GRPCListenAddress, cfg.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Writer.FlushInterval = 20 * time.Millisecond
+	var native = srv.NativeInserter(t)
+	in, err := ingest.New(cfg, tables, conn, native, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	require.NoError(t, err)
+	require.NoError(t, services.StartAndAwaitRunning(context.Background(), in))
+	t.Cleanup(func() { _ = services.StopAndAwaitTerminated(context.Background(), in) })
+
+	settings := embeddedSettings(t, tables.Database)
+	p := settings["profiles"].(map[string]any) //nolint:forcetypeassert // built by embeddedSettings
+	for k, v := range profiles {
+		p[k] = v
+	}
+	return &fixture{ds: instance(t, settings, nil), ingest: in}
+}
+
+// send exports a request over OTLP/HTTP; it returns once the rows are
+// committed.
+func (f *fixture) send(t *testing.T, req *collectorpb.ExportProfilesServiceRequest) {
+	t.Helper()
+	body, err := proto.Marshal(req)
+	require.NoError(t, err)
+	resp, err := http.Post("http://"+f.ingest.HTTPAddress()+"/v1development/profiles", "application/x-protobuf", bytes.NewReader(body)) //nolint:noctx // a test
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// query runs one query through QueryData.
+func (f *fixture) query(t *testing.T, q map[string]any, from, to time.Time) backend.DataResponse {
+	t.Helper()
+	raw, err := json.Marshal(q)
+	require.NoError(t, err)
+	resp, err := f.ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{
+		RefID: "A", JSON: raw, TimeRange: backend.TimeRange{From: from, To: to}, Interval: time.Minute,
+	}}})
+	require.NoError(t, err)
+	return resp.Responses["A"]
+}
+
+// report is a small eBPF-shaped report and what converting it yields.
+func report(t *testing.T, at time.Time) (*collectorpb.ExportProfilesServiceRequest, *model.Batch) {
+	t.Helper()
+	cfg := profilegen.DefaultConfig()
+	cfg.Stacks, cfg.Pods, cfg.SamplesPerSecond, cfg.Locations, cfg.Functions = 300, 4, 200, 2000, 500
+	req := profilegen.New(cfg).Report(at)
+	opts := convert.DefaultOptions("")
+	opts.Now = func() time.Time { return at.Add(time.Minute) }
+	res, err := convert.Convert(req, opts)
+	require.NoError(t, err)
+	require.Empty(t, res.Rejected)
+	return req, res.Batch
+}
+
+// expectedTop computes self and total per function label from a converted
+// batch, recursion counted once per stack.
+func expectedTop(b *model.Batch, keep func(*model.Sample) bool) (self, total map[string]int64, sum int64) {
+	self, total = map[string]int64{}, map[string]int64{}
+	for i := range b.Samples {
+		s := &b.Samples[i]
+		if !keep(s) {
+			continue
+		}
+		sym := b.Symbols[model.ServiceKey{Tenant: s.Meta.Series.Tenant, Service: s.Meta.Series.Service}]
+		stacks, frames := sym.ByID()
+		ids := stacks[s.StackID].FrameIDs
+		sum += s.Value
+		if len(ids) == 0 {
+			continue
+		}
+		self[query.FrameLabel(frames[ids[len(ids)-1]])] += s.Value
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if l := query.FrameLabel(frames[id]); !seen[l] {
+				seen[l] = true
+				total[l] += s.Value
+			}
+		}
+	}
+	return self, total, sum
+}
+
+func cpuOnly(s *model.Sample) bool { return s.Meta.ProfileType == cpuType }
+
+func requireOK(t *testing.T, r backend.DataResponse) data.Frames {
+	t.Helper()
+	require.NoError(t, r.Error)
+	require.NotEmpty(t, r.Frames)
+	return r.Frames
+}
+
+// flameRows reads a flame graph frame: level, value, self and label per row.
+type flameRow struct {
+	level, value, self int64
+	label              string
+}
+
+func flameRows(t *testing.T, f *data.Frame) []flameRow {
+	t.Helper()
+	require.Equal(t, "response", f.Name)
+	require.Equal(t, data.VisType(data.VisTypeFlameGraph), f.Meta.PreferredVisualization)
+	level, value, self, label := f.Fields[0], f.Fields[1], f.Fields[2], f.Fields[3]
+	require.Equal(t, []string{"level", "value", "self", "label"}, []string{level.Name, value.Name, self.Name, label.Name})
+	require.Equal(t, "ns", value.Config.Unit)
+	names := label.Config.TypeConfig.Enum.Text
+	rows := make([]flameRow, f.Rows())
+	for i := range rows {
+		lv, _ := level.ConcreteAt(i)
+		v, _ := value.ConcreteAt(i)
+		s, _ := self.ConcreteAt(i)
+		l, _ := label.ConcreteAt(i)
+		rows[i] = flameRow{level: lv.(int64), value: v.(int64), self: s.(int64), label: names[l.(data.EnumItemIndex)]} //nolint:forcetypeassert // the field types are checked by the SDK
+	}
+	return rows
+}
+
+func TestFlameGraphAndTableMatchWhatWasIngested(t *testing.T) {
+	f := newFixture(t, nil)
+	at := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
+	req, batch := report(t, at)
+	f.send(t, req)
+	wantSelf, wantTotal, wantSum := expectedTop(batch, cpuOnly)
+	require.NotZero(t, wantSum)
+	from, to := at.Add(-time.Minute), at.Add(time.Hour)
+
+	rows := flameRows(t, requireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": cpuType}, from, to))[0])
+	require.Equal(t, flameRow{level: 0, value: wantSum, self: rows[0].self, label: "total"}, rows[0], "a single root with the exact total")
+	for i, r := range rows[1:] {
+		require.Positive(t, r.level, "row %d: only the first row is the root", i+1)
+	}
+	var leafSelf int64
+	for _, r := range rows {
+		leafSelf += r.self
+	}
+	require.Equal(t, wantSum, leafSelf, "self values add up to the total")
+
+	table := requireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": cpuType}, from, to))[0]
+	gotSelf, gotTotal := map[string]int64{}, map[string]int64{}
+	for i := range table.Rows() {
+		label, _ := table.Fields[0].ConcreteAt(i)
+		s, _ := table.Fields[1].ConcreteAt(i)
+		tot, _ := table.Fields[2].ConcreteAt(i)
+		if s.(int64) != 0 { //nolint:forcetypeassert // int64 fields
+			gotSelf[label.(string)] = s.(int64) //nolint:forcetypeassert // as above
+		}
+		gotTotal[label.(string)] = tot.(int64) //nolint:forcetypeassert // as above
+	}
+	require.Equal(t, wantSelf, gotSelf, "self per function")
+	require.Equal(t, wantTotal, gotTotal, "total per function, recursion counted once")
+}
+
+func TestFlameGraphTruncationKeepsTheTotal(t *testing.T) {
+	f := newFixture(t, nil)
+	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
+	req, batch := report(t, at)
+	f.send(t, req)
+	_, _, wantSum := expectedTop(batch, cpuOnly)
+	rows := flameRows(t, requireOK(t, f.query(t, map[string]any{"profileTypeId": cpuType, "maxNodes": 50}, at.Add(-time.Minute), at.Add(time.Hour)))[0])
+	require.LessOrEqual(t, len(rows), 50)
+	require.Equal(t, wantSum, rows[0].value)
+	others := 0
+	for _, r := range rows {
+		if r.label == "other" {
+			others++
+		}
+	}
+	require.Positive(t, others, "small subtrees are folded into \"other\" nodes")
+}
+
+func TestQueryWithoutDataGivesAnEmptyFlameGraph(t *testing.T) {
+	f := newFixture(t, nil)
+	now := time.Now()
+	frames := requireOK(t, f.query(t, map[string]any{"profileTypeId": cpuType}, now.Add(-time.Hour), now))
+	require.Equal(t, "response", frames[0].Name)
+	require.Zero(t, frames[0].Rows())
+	require.Len(t, frames[0].Fields, 4)
+}
+
+func TestSelectorsFilterAndCannotInject(t *testing.T) {
+	f := newFixture(t, nil)
+	at := time.Now().UTC().Truncate(time.Minute).Add(-15 * time.Minute)
+	req, batch := report(t, at)
+	f.send(t, req)
+	from, to := at.Add(-time.Minute), at.Add(time.Hour)
+	pod := batch.Samples[0].Meta.Series.Attributes["k8s.pod.name"]
+	thread := ""
+	for _, kv := range batch.Samples[0].Attributes {
+		if kv.Key == "thread.name" {
+			thread = kv.Value
+		}
+	}
+	require.NotEmpty(t, pod)
+	require.NotEmpty(t, thread)
+	rootOf := func(sel string) int64 {
+		t.Helper()
+		frames := requireOK(t, f.query(t, map[string]any{"profileTypeId": cpuType, "labelSelector": sel}, from, to))
+		if frames[0].Rows() == 0 {
+			return 0
+		}
+		return flameRows(t, frames[0])[0].value
+	}
+	tests := []struct {
+		selector string
+		keep     func(*model.Sample) bool
+	}{
+		{`{}`, func(*model.Sample) bool { return true }},
+		{`{service_name="checkout"}`, func(s *model.Sample) bool { return s.Meta.Series.Service == "checkout" }},
+		{`{k8s_pod_name="` + pod + `"}`, func(s *model.Sample) bool { return s.Meta.Series.Attributes["k8s.pod.name"] == pod }},
+		{`{"k8s.pod.name"!="` + pod + `"}`, func(s *model.Sample) bool { return s.Meta.Series.Attributes["k8s.pod.name"] != pod }},
+		{`{thread_name="` + thread + `"}`, func(s *model.Sample) bool { return model.KVMap(s.Attributes)["thread.name"] == thread }},
+		{`{thread_name=~"` + thread[:1] + `.*", k8s_pod_name!~"nomatch"}`, func(s *model.Sample) bool {
+			return model.KVMap(s.Attributes)["thread.name"][:1] == thread[:1]
+		}},
+		{`{service_name="x' OR 1=1 --"}`, func(*model.Sample) bool { return false }},
+		{`{k8s_pod_name="\\') OR (1=1"}`, func(*model.Sample) bool { return false }},
+		{`{"a') OR 1=1 --"="x"}`, func(*model.Sample) bool { return false }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.selector, func(t *testing.T) {
+			_, _, want := expectedTop(batch, func(s *model.Sample) bool { return cpuOnly(s) && tt.keep(s) })
+			require.Equal(t, want, rootOf(tt.selector))
+		})
+	}
+}
+
+func TestInvalidQueriesAreDownstreamErrors(t *testing.T) {
+	f := newFixture(t, nil)
+	now := time.Now()
+	for name, q := range map[string]map[string]any{
+		"bad selector":     {"profileTypeId": cpuType, "labelSelector": `{service_name=}`},
+		"bad type":         {"profileTypeId": "cpu"},
+		"bad query type":   {"profileTypeId": cpuType, "queryType": "flame"},
+		"bad span id":      {"profileTypeId": cpuType, "spanSelector": []string{"xyz"}},
+		"bad max nodes":    {"profileTypeId": cpuType, "maxNodes": -1},
+		"no profile type":  {"queryType": "profile"},
+		"too many groupBy": {"profileTypeId": cpuType, "groupBy": []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := f.query(t, q, now.Add(-time.Hour), now)
+			require.Error(t, r.Error)
+			require.Equal(t, backend.ErrorSourceDownstream, r.ErrorSource)
+			require.Equal(t, backend.StatusBadRequest, r.Status)
+		})
+	}
+}
+
+func TestTopTableMatchesPprofTop(t *testing.T) {
+	f := newFixture(t, nil)
+	path := filepath.Join(t.TempDir(), "cpu.pb.gz")
+	pproftest.RecordCPU(t, path, 1500*time.Millisecond)
+	wantFlat, wantCum := pproftest.Top(t, path)
+	raw, err := os.ReadFile(path) //nolint:gosec // G304: the test's own file
+	require.NoError(t, err)
+	prof, err := profile.ParseData(raw)
+	require.NoError(t, err)
+	req, err := pprofconv.Convert(prof, pprofconv.Options{ResourceAttributes: []string{"service.name", "pprof-oracle"}})
+	require.NoError(t, err)
+	f.send(t, req)
+
+	at := time.Unix(0, prof.TimeNanos)
+	q := map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="pprof-oracle"}`}
+	table := requireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Minute)))[0]
+	gotFlat, gotCum := map[string]int64{}, map[string]int64{}
+	for i := range table.Rows() {
+		label, _ := table.Fields[0].ConcreteAt(i)
+		s, _ := table.Fields[1].ConcreteAt(i)
+		tot, _ := table.Fields[2].ConcreteAt(i)
+		gotFlat[label.(string)] = s.(int64)  //nolint:forcetypeassert // typed fields
+		gotCum[label.(string)] = tot.(int64) //nolint:forcetypeassert // as above
+	}
+	require.Equal(t, wantFlat, gotFlat, "self per function equals pprof -top flat")
+	require.Equal(t, wantCum, gotCum, "total per function equals pprof -top cum")
+
+	rows := flameRows(t, requireOK(t, f.query(t, map[string]any{"profileTypeId": cpuType, "maxNodes": 5,
+		"labelSelector": `{service_name="pprof-oracle"}`}, at.Add(-time.Minute), at.Add(time.Minute)))[0])
+	var sum int64
+	for _, v := range wantFlat {
+		sum += v
+	}
+	require.Equal(t, sum, rows[0].value, "the truncated flame graph's root is the profile's total")
+}

@@ -1,0 +1,275 @@
+package flame
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+)
+
+const (
+	rootLabel  = "total"
+	otherLabel = "other"
+
+	// minRowLimit is the smallest row bound Frame can honour for a tree
+	// with children: the root and one "other" child holding all of them.
+	minRowLimit = 2
+	// maxEnumTexts is how many distinct labels a uint16 enum can index.
+	maxEnumTexts = math.MaxUint16 + 1
+	// keepAll is the threshold that keeps every node.
+	keepAll = math.MinInt64
+	// otherNode marks a pending "other" row in the depth-first walk.
+	otherNode int32 = -1
+)
+
+// Frame renders the tree as Grafana's nested-set flame graph frame, named
+// "response" and preferring the flame graph visualisation, with the fields
+// "level", "value" (the node's total), "self" (both in unit) and "label"
+// (an enum whose texts are the distinct labels in first-use order). Rows are
+// in depth-first pre-order from a single root labelled "total" at level 0;
+// siblings are ordered by total descending, then label ascending.
+//
+// maxNodes <= 0 renders every node. maxNodes > 0 truncates the Pyroscope
+// way, refined so that the bound holds exactly: the frame has at most
+// max(maxNodes, 2) rows, "other" rows included (2 because a root with
+// children needs at least one child row). A node is kept when its total
+// reaches a threshold; in each kept parent the children below it are folded
+// into one childless child labelled "other", placed last, whose total and
+// self are the folded totals' sum. The threshold starts from Pyroscope's
+// (the smallest total among the maxNodes largest nodes, from a min-heap) and
+// is raised to the smallest total for which rows, counting the "other" rows,
+// fit in the bound; if none does, the root keeps only an "other" child.
+// Totals stay exact: the root's value is Total() and every row's value is
+// its self plus its children's values. A tree of at most maxNodes nodes is
+// never truncated.
+//
+// The enum indexes at most 65536 labels, so when the names table holds more
+// than that a bound of 65536 rows applies even to maxNodes <= 0 or larger.
+// A tree without stacks (or whose values cancel out with no node but the
+// root) gives the four fields, the meta and no rows.
+func (t *Tree) Frame(maxNodes int, unit string) *data.Frame {
+	limit := t.rowLimit(maxNodes)
+	out := newFrameBuilder(t.names, t.rowEstimate(limit))
+	if !t.empty() {
+		newWalker(t, limit, out).walk()
+	}
+	return out.frame(unit)
+}
+
+func (t *Tree) empty() bool {
+	return t.Nodes() == 1 && t.self[rootNode] == 0
+}
+
+// rowEstimate is an upper bound of the rows rendered under limit, less the
+// "other" rows when nothing bounds them.
+func (t *Tree) rowEstimate(limit int) int {
+	if limit == 0 {
+		return t.Nodes()
+	}
+	return min(t.Nodes(), limit)
+}
+
+// rowLimit turns maxNodes into the row bound Frame enforces, 0 meaning none.
+func (t *Tree) rowLimit(maxNodes int) int {
+	limit := max(maxNodes, 0)
+	if limit > 0 {
+		limit = max(limit, minRowLimit)
+	}
+	possibleTexts := t.names.count() + 3 // "total", "other", "" for unknown ids
+	if possibleTexts > maxEnumTexts && (limit == 0 || limit > maxEnumTexts) {
+		limit = maxEnumTexts
+	}
+	return limit
+}
+
+// walker emits a tree's rows depth first, folding the children below cut.
+type walker struct {
+	tree   *Tree
+	totals []int64
+	kids   childLists
+	cut    int64
+	out    *frameBuilder
+}
+
+// pending is a row still to emit: a node, or an "other" row with its total.
+type pending struct {
+	node  int32
+	level int32
+	other int64
+}
+
+func newWalker(t *Tree, limit int, out *frameBuilder) *walker {
+	w := &walker{tree: t, totals: t.subtreeTotals(), kids: t.childLists(), cut: keepAll, out: out}
+	if limit > 0 && t.Nodes() > limit {
+		w.cut = threshold(w.totals, w.kids, limit)
+	}
+	return w
+}
+
+func (w *walker) walk() {
+	stack := []pending{{node: rootNode}}
+	for len(stack) > 0 {
+		next := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if next.node == otherNode {
+			w.out.addText(next.level, next.other, next.other, otherLabel)
+			continue
+		}
+		w.emit(next)
+		stack = w.pushChildren(stack, next)
+	}
+}
+
+func (w *walker) emit(p pending) {
+	total, self := w.totals[p.node], w.tree.self[p.node]
+	if p.node == rootNode {
+		w.out.addText(p.level, total, self, rootLabel)
+		return
+	}
+	w.out.addID(p.level, total, self, w.tree.label[p.node])
+}
+
+// pushChildren pushes the rows below parent so that they pop in display
+// order: the kept children, then the "other" row if any child was folded.
+func (w *walker) pushChildren(stack []pending, parent pending) []pending {
+	kept, folded, anyFolded := w.splitChildren(parent.node)
+	level := parent.level + 1
+	if anyFolded {
+		stack = append(stack, pending{node: otherNode, level: level, other: folded})
+	}
+	for i := len(kept) - 1; i >= 0; i-- {
+		stack = append(stack, pending{node: kept[i], level: level})
+	}
+	return stack
+}
+
+// splitChildren returns node's kept children in display order and the sum
+// of the folded children's totals. It reorders node's child list in place:
+// each node is walked once.
+func (w *walker) splitChildren(node int32) (kept []int32, folded int64, anyFolded bool) {
+	children := w.kids.of(node)
+	n := 0
+	for _, child := range children {
+		if w.totals[child] >= w.cut {
+			children[n] = child
+			n++
+			continue
+		}
+		folded += w.totals[child]
+		anyFolded = true
+	}
+	kept = children[:n]
+	slices.SortFunc(kept, w.displayOrder)
+	return kept, folded, anyFolded
+}
+
+// displayOrder sorts siblings by total descending, then label ascending
+// (then id, which only matters for labels that are not in the names table).
+func (w *walker) displayOrder(a, b int32) int {
+	if c := cmp.Compare(w.totals[b], w.totals[a]); c != 0 {
+		return c
+	}
+	names := w.tree.names
+	if c := strings.Compare(names.Label(w.tree.label[a]), names.Label(w.tree.label[b])); c != 0 {
+		return c
+	}
+	return cmp.Compare(a, b)
+}
+
+// frameBuilder collects the rows of a flame graph frame.
+type frameBuilder struct {
+	level []int64
+	value []int64
+	self  []int64
+	label []data.EnumItemIndex
+	enum  enumTexts
+}
+
+func newFrameBuilder(names *Names, rows int) *frameBuilder {
+	return &frameBuilder{
+		level: make([]int64, 0, rows),
+		value: make([]int64, 0, rows),
+		self:  make([]int64, 0, rows),
+		label: make([]data.EnumItemIndex, 0, rows),
+		enum:  newEnumTexts(names),
+	}
+}
+
+func (b *frameBuilder) addID(level int32, total, self int64, label int32) {
+	b.add(level, total, self, b.enum.ofID(label))
+}
+
+func (b *frameBuilder) addText(level int32, total, self int64, label string) {
+	b.add(level, total, self, b.enum.ofText(label))
+}
+
+func (b *frameBuilder) add(level int32, total, self int64, label data.EnumItemIndex) {
+	b.level = append(b.level, int64(level))
+	b.value = append(b.value, total)
+	b.self = append(b.self, self)
+	b.label = append(b.label, label)
+}
+
+func (b *frameBuilder) frame(unit string) *data.Frame {
+	labelConfig := &data.FieldConfig{
+		TypeConfig: &data.FieldTypeConfig{Enum: &data.EnumFieldConfig{Text: b.enum.texts}},
+	}
+	frame := data.NewFrame("response",
+		data.NewField("level", nil, b.level),
+		data.NewField("value", nil, b.value).SetConfig(&data.FieldConfig{Unit: unit}),
+		data.NewField("self", nil, b.self).SetConfig(&data.FieldConfig{Unit: unit}),
+		data.NewField("label", nil, b.label).SetConfig(labelConfig),
+	)
+	return frame.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeFlameGraph})
+}
+
+// enumTexts assigns enum indexes to labels in first-use order. Label ids
+// index a slice; texts outside the names table ("total", "other", "" for
+// unknown ids) share the index of an equal name, or get their own.
+type enumTexts struct {
+	names  *Names
+	byID   []int32 // enum index + 1 per label id, 0 when not used yet
+	byText map[string]data.EnumItemIndex
+	texts  []string
+}
+
+func newEnumTexts(names *Names) enumTexts {
+	return enumTexts{
+		names:  names,
+		byID:   make([]int32, names.count()),
+		byText: make(map[string]data.EnumItemIndex),
+		texts:  []string{},
+	}
+}
+
+func (e *enumTexts) ofID(id int32) data.EnumItemIndex {
+	if !e.names.valid(id) {
+		return e.ofText("")
+	}
+	if index := e.byID[id]; index > 0 {
+		return data.EnumItemIndex(index - 1) //nolint:gosec // stored from an EnumItemIndex
+	}
+	index := e.add(e.names.Label(id))
+	e.byID[id] = int32(index) + 1
+	return index
+}
+
+func (e *enumTexts) ofText(text string) data.EnumItemIndex {
+	if id, ok := e.names.lookup(text); ok {
+		return e.ofID(id)
+	}
+	if index, ok := e.byText[text]; ok {
+		return index
+	}
+	index := e.add(text)
+	e.byText[text] = index
+	return index
+}
+
+func (e *enumTexts) add(text string) data.EnumItemIndex {
+	index := data.EnumItemIndex(len(e.texts)) //nolint:gosec // rowLimit bounds distinct texts to maxEnumTexts
+	e.texts = append(e.texts, text)
+	return index
+}

@@ -1,0 +1,116 @@
+package flame
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+)
+
+// Function is one row of the top-functions table.
+type Function struct {
+	Label string
+	Self  int64
+	Total int64
+}
+
+// Functions accumulates per label the self value (of the stacks whose leaf
+// is the label) and the total value (of the stacks that contain the label,
+// counted once per stack even when the label recurs). Feed it the same
+// stacks as the Tree, in the same pass. Slices are indexed by label id.
+type Functions struct {
+	names *Names
+	self  []int64
+	total []int64
+	// lastStack is, per label, the number of the last stack that counted
+	// it in total (stacks are numbered from 1; 0 means the label never
+	// appeared).
+	lastStack []uint64
+	stacks    uint64
+}
+
+// NewFunctions returns an empty accumulator for labels from names.
+func NewFunctions(names *Names) *Functions {
+	return &Functions{names: names}
+}
+
+// Add adds a stack (labels root first, ids from the names table, never
+// negative) with its value. Empty stacks count for no function.
+func (f *Functions) Add(stack []int32, value int64) {
+	if len(stack) == 0 {
+		return
+	}
+	f.stacks++
+	for _, label := range stack {
+		f.ensure(label)
+		if f.lastStack[label] != f.stacks {
+			f.lastStack[label] = f.stacks
+			f.total[label] += value
+		}
+	}
+	f.self[stack[len(stack)-1]] += value
+}
+
+// ensure grows the per-label slices to hold label.
+func (f *Functions) ensure(label int32) {
+	if int(label) < len(f.self) {
+		return
+	}
+	size := max(int(label)+1, f.names.count())
+	f.self = grow(f.self, size)
+	f.total = grow(f.total, size)
+	f.lastStack = grow(f.lastStack, size)
+}
+
+func grow[T any](s []T, size int) []T {
+	return append(s, make([]T, size-len(s))...)
+}
+
+// Top returns the functions sorted by self descending, then total
+// descending, then label; limit > 0 keeps the first limit of them.
+func (f *Functions) Top(limit int) []Function {
+	var fns []Function
+	for label, last := range f.lastStack {
+		if last != 0 {
+			fns = append(fns, Function{
+				Label: f.names.Label(int32(label)), //nolint:gosec // label ids are int32
+				Self:  f.self[label],
+				Total: f.total[label],
+			})
+		}
+	}
+	slices.SortFunc(fns, topOrder)
+	if limit > 0 && len(fns) > limit {
+		fns = fns[:limit]
+	}
+	return fns
+}
+
+func topOrder(a, b Function) int {
+	if c := cmp.Compare(b.Self, a.Self); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.Total, a.Total); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Label, b.Label)
+}
+
+// TableFrame renders functions as a frame named "functions" with the fields
+// "label", "self" and "total" (both in unit), preferring the table
+// visualisation.
+func TableFrame(fns []Function, unit string) *data.Frame {
+	labels := make([]string, len(fns))
+	self := make([]int64, len(fns))
+	total := make([]int64, len(fns))
+	for i, fn := range fns {
+		labels[i], self[i], total[i] = fn.Label, fn.Self, fn.Total
+	}
+	frame := data.NewFrame("functions",
+		data.NewField("label", nil, labels),
+		data.NewField("self", nil, self).SetConfig(&data.FieldConfig{Unit: unit}),
+		data.NewField("total", nil, total).SetConfig(&data.FieldConfig{Unit: unit}),
+	)
+	return frame.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeTable})
+}

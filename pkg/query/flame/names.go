@@ -1,0 +1,47 @@
+package flame
+
+// Names interns frame labels: each distinct label gets a dense int32 id, in
+// the order labels are first seen.
+type Names struct {
+	ids    map[string]int32
+	labels []string
+}
+
+// NewNames returns an empty names table.
+func NewNames() *Names {
+	return &Names{ids: make(map[string]int32)}
+}
+
+// ID returns the id of label, interning it on first use.
+func (n *Names) ID(label string) int32 {
+	if id, ok := n.ids[label]; ok {
+		return id
+	}
+	id := int32(len(n.labels)) //nolint:gosec // ids are dense; 2^31 distinct labels do not fit in memory
+	n.labels = append(n.labels, label)
+	n.ids[label] = id
+	return id
+}
+
+// Label returns the label of id, or "" when id was not handed out by n.
+func (n *Names) Label(id int32) string {
+	if !n.valid(id) {
+		return ""
+	}
+	return n.labels[id]
+}
+
+// lookup returns the id of label without interning it.
+func (n *Names) lookup(label string) (int32, bool) {
+	id, ok := n.ids[label]
+	return id, ok
+}
+
+// count is the number of interned labels.
+func (n *Names) count() int {
+	return len(n.labels)
+}
+
+func (n *Names) valid(id int32) bool {
+	return id >= 0 && int(id) < len(n.labels)
+}

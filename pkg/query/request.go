@@ -1,0 +1,243 @@
+// Package query answers the datasource's queries from the Flamehouse
+// tables: flame graphs, top-functions tables and time series. Queries follow
+// Grafana Pyroscope's query model (queryType, profileTypeId, labelSelector,
+// spanSelector, groupBy, limit, maxNodes) plus traceId, so that links built
+// for Pyroscope work unchanged. SQL is built from parameters only: user
+// text travels as typed query parameters, never inside the SQL.
+package query
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/flamehouse/flamehouse/pkg/query/selector"
+)
+
+// Query types.
+const (
+	TypeProfile = "profile" // a flame graph
+	TypeMetrics = "metrics" // time series
+	TypeBoth    = "both"    // a flame graph and time series
+	TypeTable   = "table"   // top functions
+)
+
+// Limits on what a query may ask for.
+const (
+	DefaultMaxNodes = 16384
+	MaxMaxNodes     = 1 << 20
+	maxSpanIDs      = 1000
+	maxGroupBy      = 8
+	maxSeries       = 10000
+	defaultSeries   = 100
+	defaultTopRows  = 1000
+)
+
+// JSON is a query as Grafana sends it (Pyroscope's model plus traceId).
+type JSON struct {
+	QueryType     string   `json:"queryType"`
+	ProfileTypeID string   `json:"profileTypeId"`
+	LabelSelector string   `json:"labelSelector"`
+	SpanSelector  []string `json:"spanSelector"`
+	TraceID       string   `json:"traceId"`
+	GroupBy       []string `json:"groupBy"`
+	Limit         *int64   `json:"limit"`
+	MaxNodes      *int64   `json:"maxNodes"`
+}
+
+// Request is a validated query over a time range.
+type Request struct {
+	Type        string
+	ProfileType ProfileType
+	Matchers    []selector.Matcher
+	SpanIDs     []string // lower-case hex, 16 characters
+	TraceID     string   // lower-case hex, 32 characters, or ""
+	GroupBy     []string
+	Limit       int
+	MaxNodes    int
+	From, To    time.Time
+	// Step is the time-series interval.
+	Step time.Duration
+}
+
+// ProfileType is a parsed profile type id,
+// name:sampleType:sampleUnit:periodType:periodUnit.
+type ProfileType struct {
+	ID, Name, SampleType, SampleUnit, PeriodType, PeriodUnit string
+}
+
+// ParseProfileType splits a profile type id.
+func ParseProfileType(id string) (ProfileType, error) {
+	parts := strings.Split(id, ":")
+	if len(parts) != 5 || parts[0] == "" || parts[1] == "" {
+		return ProfileType{}, fmt.Errorf("profile type %q is not of the form name:sampleType:sampleUnit:periodType:periodUnit", id)
+	}
+	return ProfileType{ID: id, Name: parts[0], SampleType: parts[1], SampleUnit: parts[2], PeriodType: parts[3], PeriodUnit: parts[4]}, nil
+}
+
+var (
+	spanIDPattern  = regexp.MustCompile(`^[0-9a-fA-F]{16}$`)
+	traceIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{32}$`)
+)
+
+// Options are the datasource-wide defaults a query falls back on.
+type Options struct {
+	// DefaultProfileType is used when a query names none.
+	DefaultProfileType string
+	// DefaultMaxNodes is used when a query sets no maxNodes.
+	DefaultMaxNodes int
+	// SpanPadding widens the time range of span and trace queries.
+	SpanPadding time.Duration
+	// MinStep is the shortest time-series interval.
+	MinStep time.Duration
+}
+
+// ParseRequest decodes and validates one query. Every problem is reported
+// at once.
+func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts Options) (*Request, error) {
+	var q JSON
+	if err := json.Unmarshal(raw, &q); err != nil {
+		return nil, fmt.Errorf("the query is not valid JSON: %w", err)
+	}
+	r := &Request{From: from, To: to}
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	add(r.setType(q.QueryType))
+	add(r.setProfileType(q.ProfileTypeID, opts.DefaultProfileType))
+	add(r.setMatchers(q.LabelSelector))
+	add(r.setSpans(q.SpanSelector, q.TraceID))
+	add(r.setGroupBy(q.GroupBy))
+	add(r.setLimits(q.Limit, q.MaxNodes, opts.DefaultMaxNodes))
+	if !to.After(from) {
+		add(fmt.Errorf("the time range is empty: %s is not after %s", to.Format(time.RFC3339), from.Format(time.RFC3339)))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if len(r.SpanIDs) > 0 || r.TraceID != "" {
+		r.From, r.To = r.From.Add(-opts.SpanPadding), r.To.Add(opts.SpanPadding)
+	}
+	r.Step = stepFor(interval, opts.MinStep, r.To.Sub(r.From))
+	return r, nil
+}
+
+func (r *Request) setType(t string) error {
+	switch t {
+	case "":
+		r.Type = TypeProfile
+	case TypeProfile, TypeMetrics, TypeBoth, TypeTable:
+		r.Type = t
+	default:
+		return fmt.Errorf("queryType %q is not one of profile, metrics, both, table", t)
+	}
+	return nil
+}
+
+func (r *Request) setProfileType(id, def string) error {
+	if id == "" {
+		id = def
+	}
+	if id == "" {
+		return errors.New("profileTypeId is missing: choose a profile type")
+	}
+	pt, err := ParseProfileType(id)
+	r.ProfileType = pt
+	return err
+}
+
+func (r *Request) setMatchers(sel string) error {
+	ms, err := selector.Parse(sel)
+	r.Matchers = ms
+	return err
+}
+
+func (r *Request) setSpans(spans []string, traceID string) error {
+	var errs []error
+	if len(spans) > maxSpanIDs {
+		errs = append(errs, fmt.Errorf("spanSelector has %d span ids; at most %d are allowed", len(spans), maxSpanIDs))
+		spans = spans[:maxSpanIDs]
+	}
+	for _, s := range spans {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "":
+			continue // an unresolved link variable
+		case !spanIDPattern.MatchString(s):
+			errs = append(errs, fmt.Errorf("span id %q is not 16 hex digits", truncate(s)))
+		default:
+			r.SpanIDs = append(r.SpanIDs, strings.ToLower(s))
+		}
+	}
+	if traceID = strings.TrimSpace(traceID); traceID != "" {
+		if !traceIDPattern.MatchString(traceID) {
+			errs = append(errs, fmt.Errorf("trace id %q is not 32 hex digits", truncate(traceID)))
+		} else {
+			r.TraceID = strings.ToLower(traceID)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Request) setGroupBy(labels []string) error {
+	if len(labels) > maxGroupBy {
+		return fmt.Errorf("groupBy has %d labels; at most %d are allowed", len(labels), maxGroupBy)
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 256 {
+			return fmt.Errorf("groupBy label %q must be 1 to 256 characters", truncate(l))
+		}
+	}
+	r.GroupBy = labels
+	return nil
+}
+
+func (r *Request) setLimits(limit, maxNodes *int64, defMaxNodes int) error {
+	var errs []error
+	switch {
+	case limit == nil || *limit == 0:
+		r.Limit = defaultSeries
+		if r.Type == TypeTable {
+			r.Limit = defaultTopRows
+		}
+	case *limit < 0 || *limit > maxSeries:
+		errs = append(errs, fmt.Errorf("limit %d must be between 1 and %d", *limit, maxSeries))
+	default:
+		r.Limit = int(*limit)
+	}
+	if defMaxNodes <= 0 {
+		defMaxNodes = DefaultMaxNodes
+	}
+	switch {
+	case maxNodes == nil || *maxNodes == 0:
+		r.MaxNodes = defMaxNodes
+	case *maxNodes < 0 || *maxNodes > MaxMaxNodes:
+		errs = append(errs, fmt.Errorf("maxNodes %d must be between 1 and %d", *maxNodes, MaxMaxNodes))
+	default:
+		r.MaxNodes = int(*maxNodes)
+	}
+	return errors.Join(errs...)
+}
+
+// stepFor is the time-series interval: Grafana's, at least minStep, at
+// least a second, and no more than 11,000 points over the range.
+func stepFor(interval, minStep, span time.Duration) time.Duration {
+	step := max(interval, minStep, time.Second)
+	if minimum := span / 11000; step < minimum {
+		step = minimum
+	}
+	return step.Truncate(time.Second)
+}
+
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}

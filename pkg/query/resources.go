@@ -1,0 +1,131 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+// maxLabelValues bounds a labelValues answer.
+const maxLabelValues = 1000
+
+// ProfileTypeInfo is one entry of the profileTypes resource.
+type ProfileTypeInfo struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
+
+// Scope bounds a resource lookup: a time range and, optionally, a profile
+// type.
+type Scope struct {
+	From, To    time.Time
+	ProfileType string
+}
+
+// scopeConds renders the catalog conditions of a scope.
+func (e *Engine) scopeConds(p *params, s Scope) string {
+	c := "TenantId = " + p.str(e.Tenant) + " AND Hour >= toStartOfHour(toDateTime(" + p.i64(s.From.Unix()) +
+		")) AND Hour < toDateTime(" + p.i64(ceilSecond(s.To)) + ")"
+	if s.ProfileType != "" {
+		c += " AND ProfileType = " + p.str(s.ProfileType)
+	}
+	return c
+}
+
+// ProfileTypes lists the profile types with data in the range.
+func (e *Engine) ProfileTypes(ctx context.Context, s Scope) ([]ProfileTypeInfo, error) {
+	s.ProfileType = ""
+	var p params
+	ids, err := e.strings(ctx, "SELECT DISTINCT ProfileType FROM "+e.Tables.Qualified(schema.Catalog)+" WHERE "+e.scopeConds(&p, s)+
+		" ORDER BY ProfileType", &p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ProfileTypeInfo, 0, len(ids))
+	for _, id := range ids {
+		info := ProfileTypeInfo{ID: id, Label: id}
+		if pt, err := ParseProfileType(id); err == nil {
+			info.Label = pt.Name + " - " + pt.SampleType
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// Services lists the services with data in the scope.
+func (e *Engine) Services(ctx context.Context, s Scope) ([]string, error) {
+	var p params
+	return e.strings(ctx, "SELECT DISTINCT ServiceName FROM "+e.Tables.Qualified(schema.Catalog)+" WHERE "+e.scopeConds(&p, s)+
+		" ORDER BY ServiceName LIMIT "+p.i64(maxLabelValues), &p)
+}
+
+// LabelNames lists the selector label names with data in the scope:
+// service_name, resource attribute keys and sample attribute keys, with
+// dots as underscores (as Pyroscope-style selectors spell them).
+func (e *Engine) LabelNames(ctx context.Context, s Scope) ([]string, error) {
+	var p params
+	q := "SELECT DISTINCT arrayJoin(mapKeys(ResourceAttributes)) FROM " + e.Tables.Qualified(schema.Series) +
+		" WHERE TenantId = " + p.str(e.Tenant) + " AND SeriesId IN (SELECT SeriesId FROM " + e.Tables.Qualified(schema.Catalog) +
+		" WHERE " + e.scopeConds(&p, s) + ") UNION DISTINCT SELECT DISTINCT Key FROM " + e.Tables.Qualified(schema.SampleLabels) +
+		" WHERE " + e.scopeConds(&p, s)
+	keys, err := e.strings(ctx, q, &p)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{"service_name"}
+	for _, k := range keys {
+		names = append(names, labelName(k))
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// LabelValues lists the values of a label with data in the scope.
+func (e *Engine) LabelValues(ctx context.Context, s Scope, label string) ([]string, error) {
+	if label == "" || len(label) > 256 {
+		return nil, fmt.Errorf("label name %q must be 1 to 256 characters", truncate(label))
+	}
+	if isServiceName(label) {
+		return e.Services(ctx, s)
+	}
+	var p params
+	inScope := " WHERE TenantId = " + p.str(e.Tenant) + " AND SeriesId IN (SELECT SeriesId FROM " + e.Tables.Qualified(schema.Catalog) +
+		" WHERE " + e.scopeConds(&p, s) + ")"
+	var q string
+	if col := promotedColumns[labelName(label)]; col != "" {
+		q = "SELECT DISTINCT " + col + " AS v FROM " + e.Tables.Qualified(schema.Series) + inScope + " AND v != ''"
+	} else {
+		keys := attributeKeys(label)
+		list := make([]string, len(keys))
+		for i, k := range keys {
+			list[i] = p.str(k)
+		}
+		q = "SELECT DISTINCT " + mapValue(&p, "ResourceAttributes", keys) + " AS v FROM " + e.Tables.Qualified(schema.Series) + inScope +
+			" AND v != '' UNION DISTINCT SELECT DISTINCT Value AS v FROM " + e.Tables.Qualified(schema.SampleLabels) +
+			" WHERE " + e.scopeConds(&p, s) + " AND Key IN (" + strings.Join(list, ", ") + ")"
+	}
+	values, err := e.strings(ctx, "SELECT v FROM ("+q+") ORDER BY v LIMIT "+p.i64(maxLabelValues), &p)
+	return values, err
+}
+
+// strings runs a query of one string column.
+func (e *Engine) strings(ctx context.Context, q string, p *params) ([]string, error) {
+	rows, err := e.Conn.Query(ctx, q, p.args...)
+	if err != nil {
+		return nil, fmt.Errorf("query ClickHouse: %w", err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,345 @@
+package query
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/flamehouse/flamehouse/pkg/query/selector"
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+// params collects a statement's typed parameters; user text only ever
+// travels this way.
+type params struct {
+	args []any
+}
+
+// add binds a value and returns its placeholder, {pN:Type}.
+func (p *params) add(typ, value string) string {
+	name := "p" + strconv.Itoa(len(p.args))
+	p.args = append(p.args, clickhouse.Named(name, value))
+	return "{" + name + ":" + typ + "}"
+}
+
+func (p *params) str(v string) string    { return p.add("String", v) }
+func (p *params) u64(v uint64) string    { return p.add("UInt64", strconv.FormatUint(v, 10)) }
+func (p *params) i64(v int64) string     { return p.add("Int64", strconv.FormatInt(v, 10)) }
+func (p *params) u64s(v []uint64) string { return p.add("Array(UInt64)", uint64List(v)) }
+
+func uint64List(v []uint64) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, x := range v {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatUint(x, 10))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// Columns of the promoted resource attributes, on the samples and series
+// tables, by selector label name.
+var promotedColumns = map[string]string{
+	"service_namespace":   "ServiceNamespace",
+	"service_instance_id": "ServiceInstanceId",
+	"k8s_cluster_name":    "K8sClusterName",
+	"k8s_namespace_name":  "K8sNamespaceName",
+	"k8s_pod_name":        "K8sPodName",
+	"k8s_node_name":       "K8sNodeName",
+	"k8s_container_name":  "K8sContainerName",
+}
+
+// labelName normalises a selector label name: "service.name" and
+// "service_name" are the same label.
+func labelName(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+// isServiceName reports whether a label is service.name.
+func isServiceName(name string) bool { return labelName(name) == "service_name" }
+
+// attributeKeys are the attribute keys a label name may stand for: the
+// name itself, and with underscores read as dots (k8s_pod_name ->
+// k8s.pod.name), as Pyroscope-style selectors spell OpenTelemetry keys.
+func attributeKeys(name string) []string {
+	dotted := strings.ReplaceAll(name, "_", ".")
+	if dotted == name {
+		return []string{name}
+	}
+	return []string{name, dotted}
+}
+
+// mapValue is the SQL for a label's value in a Map(String, String)
+// column: the first candidate key present, else "".
+func mapValue(p *params, column string, keys []string) string {
+	if len(keys) == 1 {
+		return column + "[" + p.str(keys[0]) + "]"
+	}
+	k0, k1 := p.str(keys[0]), p.str(keys[1])
+	return fmt.Sprintf("if(mapContains(%s, %s), %s[%s], %s[%s])", column, k0, column, k0, column, k1)
+}
+
+// mapHas is the SQL that is true when any candidate key is present.
+func mapHas(p *params, column string, keys []string) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("mapContains(%s, %s)", column, p.str(k))
+	}
+	return "(" + strings.Join(parts, " OR ") + ")"
+}
+
+// compare renders "expr op value" for a matcher; regular expressions are
+// anchored like Prometheus's.
+func compare(p *params, expr string, m *selector.Matcher) string {
+	switch m.Op {
+	case selector.NotEqual:
+		return expr + " != " + p.str(m.Value)
+	case selector.Regexp:
+		return "match(" + expr + ", " + p.str("^(?s:"+m.Value+")$") + ")"
+	case selector.NotRegexp:
+		return "NOT match(" + expr + ", " + p.str("^(?s:"+m.Value+")$") + ")"
+	default:
+		return expr + " = " + p.str(m.Value)
+	}
+}
+
+// filter is the WHERE clause of a query over the sample tables.
+type filter struct {
+	// conds hold on the raw table and the rollups alike.
+	conds []string
+	// needsRaw is set when a condition reads per-sample columns (span,
+	// trace, sample attributes).
+	needsRaw bool
+	// services are the services an exact service_name matcher names (nil:
+	// any), to scope stack and frame lookups.
+	services []string
+}
+
+// where joins the conditions.
+func (f *filter) where() string { return strings.Join(f.conds, " AND ") }
+
+// buildFilter turns a request into conditions. sampleKeys are the sample
+// attribute keys seen in the time range: a label with such a key is read
+// per sample (falling back to the resource), the others from the series.
+func buildFilter(p *params, tables schema.Config, tenant string, r *Request, sampleKeys map[string]bool) *filter {
+	f := &filter{conds: []string{
+		"TenantId = " + p.str(tenant),
+		"ProfileType = " + p.str(r.ProfileType.ID),
+	}}
+	var resourceConds []string
+	for i := range r.Matchers {
+		m := &r.Matchers[i]
+		name := labelName(m.Name)
+		switch {
+		case isServiceName(m.Name):
+			f.conds = append(f.conds, compare(p, "ServiceName", m))
+			if m.Op == selector.Equal {
+				f.services = append(f.services, m.Value)
+			}
+		case promotedColumns[name] != "":
+			resourceConds = append(resourceConds, compare(p, promotedColumns[name], m))
+		default:
+			keys := attributeKeys(m.Name)
+			resource := compare(p, mapValue(p, "ResourceAttributes", keys), m)
+			if !anyKnown(sampleKeys, keys) {
+				resourceConds = append(resourceConds, resource)
+				continue
+			}
+			f.needsRaw = true
+			f.conds = append(f.conds, fmt.Sprintf("if(%s, %s, SeriesId IN (%s))",
+				mapHas(p, "SampleAttributes", keys), compare(p, mapValue(p, "SampleAttributes", keys), m),
+				seriesSubquery(p, tables, tenant, []string{resource})))
+		}
+	}
+	if len(resourceConds) > 0 {
+		f.conds = append(f.conds, "SeriesId IN ("+seriesSubquery(p, tables, tenant, resourceConds)+")")
+	}
+	if len(r.SpanIDs) > 0 {
+		ids := make([]string, len(r.SpanIDs))
+		for i, s := range r.SpanIDs {
+			ids[i] = p.str(s)
+		}
+		f.conds = append(f.conds, "SpanId IN ("+strings.Join(ids, ", ")+")")
+		f.needsRaw = true
+	}
+	if r.TraceID != "" {
+		f.conds = append(f.conds, "TraceId = "+p.str(r.TraceID))
+		f.needsRaw = true
+	}
+	return f
+}
+
+func anyKnown(known map[string]bool, keys []string) bool {
+	for _, k := range keys {
+		if known[k] {
+			return true
+		}
+	}
+	return false
+}
+
+func seriesSubquery(p *params, tables schema.Config, tenant string, conds []string) string {
+	return "SELECT SeriesId FROM " + tables.Qualified(schema.Series) + " WHERE TenantId = " + p.str(tenant) +
+		" AND " + strings.Join(conds, " AND ")
+}
+
+// segment is a time range read from one sample table.
+type segment struct {
+	table    string
+	from, to int64 // Unix seconds, [from, to)
+}
+
+// Thresholds for reading rollups: a range shorter than these reads the
+// finer table whole.
+const (
+	minuteRollupAfter = 15 * 60
+	hourRollupAfter   = 6 * 3600
+)
+
+// plan splits [from, to) into segments: whole hours from the hourly
+// rollup, whole minutes from the minute rollup, the rest from the raw
+// table, so that results equal the raw table's. align > 1 is a time-series
+// step: rollups are used only when their buckets nest in it.
+func plan(from, to int64, raw bool, align int64) []segment {
+	if raw || to <= from {
+		return []segment{{schema.Samples, from, to}}
+	}
+	if to-from >= hourRollupAfter && align%3600 == 0 {
+		hs, he := ceilTo(from, 3600), floorTo(to, 3600)
+		if he-hs >= 3600 {
+			out := planMinutes(from, hs, align)
+			out = append(out, segment{schema.SamplesHour, hs, he})
+			return append(out, planMinutes(he, to, align)...)
+		}
+	}
+	return planMinutes(from, to, align)
+}
+
+func planMinutes(from, to, align int64) []segment {
+	if to <= from {
+		return nil
+	}
+	if to-from < minuteRollupAfter || align%60 != 0 {
+		return []segment{{schema.Samples, from, to}}
+	}
+	ms, me := ceilTo(from, 60), floorTo(to, 60)
+	var out []segment
+	if ms > from {
+		out = append(out, segment{schema.Samples, from, ms})
+	}
+	out = append(out, segment{schema.SamplesMinute, ms, me})
+	if to > me {
+		out = append(out, segment{schema.Samples, me, to})
+	}
+	return out
+}
+
+func ceilTo(t, unit int64) int64 { return floorTo(t+unit-1, unit) }
+
+func floorTo(t, unit int64) int64 {
+	q := t / unit
+	if t%unit != 0 && t < 0 {
+		q--
+	}
+	return q * unit
+}
+
+// union selects columns from every segment of a filter.
+func union(p *params, tables schema.Config, f *filter, segs []segment, columns string) string {
+	parts := make([]string, len(segs))
+	for i, s := range segs {
+		parts[i] = "SELECT " + columns + " FROM " + tables.Qualified(s.table) + " WHERE " + f.where() +
+			" AND Timestamp >= toDateTime(" + p.i64(s.from) + ") AND Timestamp < toDateTime(" + p.i64(s.to) + ")"
+	}
+	return strings.Join(parts, " UNION ALL ")
+}
+
+// servicesCond scopes a stacks or frames lookup to the filter's services.
+func servicesCond(p *params, f *filter) string {
+	if len(f.services) == 0 {
+		return ""
+	}
+	names := make([]string, len(f.services))
+	for i, s := range f.services {
+		names[i] = p.str(s)
+	}
+	return " AND ServiceName IN (" + strings.Join(names, ", ") + ")"
+}
+
+// stacksSQL sums values per stack and joins each stack's frame ids.
+func stacksSQL(p *params, tables schema.Config, tenant string, f *filter, segs []segment) string {
+	return "SELECT a.StackId, a.Value, s.FrameIds FROM (SELECT StackId, sum(Value) AS Value FROM (" +
+		union(p, tables, f, segs, "StackId, Value") + ") GROUP BY StackId) AS a LEFT JOIN (SELECT StackId, any(FrameIds) AS FrameIds FROM " +
+		tables.Qualified(schema.Stacks) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f) +
+		" GROUP BY StackId) AS s ON a.StackId = s.StackId"
+}
+
+// framesSQL loads frames by id.
+func framesSQL(p *params, tables schema.Config, tenant string, f *filter, ids []uint64) string {
+	return "SELECT FrameId, any(FunctionName), any(SystemName), any(FileName), any(Line), any(MappingFile), any(Address) FROM " +
+		tables.Qualified(schema.Frames) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f) +
+		" AND FrameId IN " + p.u64s(ids) + " GROUP BY FrameId"
+}
+
+// groupExprs renders the time-series group-by labels: service_name from
+// its column, other labels per sample when the range has such sample
+// attributes, else from the series' resource attributes (through the
+// series join, aliased r).
+func groupExprs(p *params, labels []string, sampleKeys map[string]bool) (exprs, seriesCols []string, raw bool) {
+	for i, l := range labels {
+		name := labelName(l)
+		switch {
+		case isServiceName(l):
+			exprs = append(exprs, "u.ServiceName")
+			continue
+		case promotedColumns[name] != "":
+			seriesCols = append(seriesCols, fmt.Sprintf("any(%s) AS r%d", promotedColumns[name], i))
+		default:
+			seriesCols = append(seriesCols, fmt.Sprintf("any(%s) AS r%d", mapValue(p, "ResourceAttributes", attributeKeys(l)), i))
+		}
+		resource := fmt.Sprintf("r.r%d", i)
+		keys := attributeKeys(l)
+		if promotedColumns[name] == "" && anyKnown(sampleKeys, keys) {
+			raw = true
+			resource = fmt.Sprintf("if(%s, %s, %s)", mapHas(p, "u.SampleAttributes", keys), mapValue(p, "u.SampleAttributes", keys), resource)
+		}
+		exprs = append(exprs, resource)
+	}
+	return exprs, seriesCols, raw
+}
+
+// seriesSQL sums values per time bucket and group.
+func seriesSQL(p *params, tables schema.Config, tenant string, f *filter, segs []segment, step int64, groups, seriesCols []string, raw bool) string {
+	cols := "Timestamp, Value, SeriesId, ServiceName"
+	if raw {
+		cols += ", SampleAttributes"
+	}
+	from := "(" + union(p, tables, f, segs, cols) + ") AS u"
+	if len(seriesCols) > 0 {
+		from += " LEFT JOIN (SELECT SeriesId, " + strings.Join(seriesCols, ", ") + " FROM " + tables.Qualified(schema.Series) +
+			" WHERE TenantId = " + p.str(tenant) + " GROUP BY SeriesId) AS r ON u.SeriesId = r.SeriesId"
+	}
+	sel := []string{"toInt64(toUnixTimestamp(toStartOfInterval(u.Timestamp, toIntervalSecond(" + p.i64(step) + ")))) AS t"}
+	keys := []string{"t"}
+	for i, g := range groups {
+		sel = append(sel, fmt.Sprintf("%s AS g%d", g, i))
+		keys = append(keys, fmt.Sprintf("g%d", i))
+	}
+	sel = append(sel, "sum(u.Value) AS v")
+	return "SELECT " + strings.Join(sel, ", ") + " FROM " + from + " GROUP BY " + strings.Join(keys, ", ") + " ORDER BY t"
+}
+
+// sampleKeysSQL finds which of some attribute keys are sample attributes
+// in the time range (from the label catalog).
+func sampleKeysSQL(p *params, tables schema.Config, tenant, profileType string, from, to int64, keys []string) string {
+	list := make([]string, len(keys))
+	for i, k := range keys {
+		list[i] = p.str(k)
+	}
+	return "SELECT DISTINCT Key FROM " + tables.Qualified(schema.SampleLabels) + " WHERE TenantId = " + p.str(tenant) +
+		" AND ProfileType = " + p.str(profileType) + " AND Hour >= toStartOfHour(toDateTime(" + p.i64(from) + "))" +
+		" AND Hour < toDateTime(" + p.i64(to) + ") AND Key IN (" + strings.Join(list, ", ") + ")"
+}
