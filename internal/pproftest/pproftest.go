@@ -15,7 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var cpuSink int
+// Sink keeps the work of RecordCPU from being optimised away.
+var Sink int
 
 //go:noinline
 func spinSquares(n int) int {
@@ -47,7 +48,7 @@ func RecordCPU(tb testing.TB, path string, d time.Duration) {
 	require.NoError(tb, pprof.StartCPUProfile(f))
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
-		cpuSink += spinSquares(200_000) + spinBoth(200_000)
+		Sink += spinSquares(200_000) + spinBoth(200_000)
 	}
 	pprof.StopCPUProfile()
 	require.NoError(tb, f.Close())
@@ -59,7 +60,7 @@ func Top(tb testing.TB, path string) (flat, cum map[string]int64) {
 	tb.Helper()
 	goBin, err := exec.LookPath("go")
 	require.NoError(tb, err, "the go tool is needed to compare with pprof -top")
-	out, err := exec.Command(goBin, "tool", "pprof", "-top", "-nodecount=100000", "-nodefraction=0", "-edgefraction=0", "-unit=ns", path).CombinedOutput() //nolint:gosec // G204: fixed arguments and a test file
+	out, err := exec.CommandContext(tb.Context(), goBin, "tool", "pprof", "-top", "-nodecount=100000", "-nodefraction=0", "-edgefraction=0", "-unit=ns", path).CombinedOutput() //nolint:gosec // G204: fixed arguments and a test file
 	require.NoError(tb, err, string(out))
 	flat, cum = map[string]int64{}, map[string]int64{}
 	parse := func(s string) int64 {

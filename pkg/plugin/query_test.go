@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +58,7 @@ func newFixture(t *testing.T, profiles map[string]any) *fixture {
 	cfg := ingest.DefaultConfig()
 	cfg.Receiver.GRPCListenAddress, cfg.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Writer.FlushInterval = 20 * time.Millisecond
-	var native = srv.NativeInserter(t)
+	native := srv.NativeInserter(t)
 	in, err := ingest.New(cfg, tables, conn, native, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	require.NoError(t, err)
 	require.NoError(t, services.StartAndAwaitRunning(context.Background(), in))
@@ -326,11 +329,150 @@ func TestTopTableMatchesPprofTop(t *testing.T) {
 	require.Equal(t, wantFlat, gotFlat, "self per function equals pprof -top flat")
 	require.Equal(t, wantCum, gotCum, "total per function equals pprof -top cum")
 
-	rows := flameRows(t, requireOK(t, f.query(t, map[string]any{"profileTypeId": cpuType, "maxNodes": 5,
-		"labelSelector": `{service_name="pprof-oracle"}`}, at.Add(-time.Minute), at.Add(time.Minute)))[0])
+	rows := flameRows(t, requireOK(t, f.query(t, map[string]any{
+		"profileTypeId": cpuType, "maxNodes": 5,
+		"labelSelector": `{service_name="pprof-oracle"}`,
+	}, at.Add(-time.Minute), at.Add(time.Minute)))[0])
 	var sum int64
 	for _, v := range wantFlat {
 		sum += v
 	}
 	require.Equal(t, sum, rows[0].value, "the truncated flame graph's root is the profile's total")
+}
+
+func TestSpanSelectorAndTraceID(t *testing.T) {
+	f := newFixture(t, map[string]any{"spanWindowPadding": "30"})
+	at := time.Now().UTC().Truncate(time.Minute).Add(-25 * time.Minute)
+	req, batch := report(t, at)
+	f.send(t, req)
+	var span, trace string
+	for _, s := range batch.Samples {
+		if s.Meta.SpanID != "" && cpuOnly(&s) {
+			span, trace = s.Meta.SpanID, s.Meta.TraceID
+			break
+		}
+	}
+	require.NotEmpty(t, span, "the generator links some samples to spans")
+	_, _, want := expectedTop(batch, func(s *model.Sample) bool { return cpuOnly(s) && s.Meta.SpanID == span })
+	_, _, wantTrace := expectedTop(batch, func(s *model.Sample) bool { return cpuOnly(s) && s.Meta.TraceID == trace })
+	// The span's own range, as Grafana sends it for a span link: the
+	// padding widens it to cover the report's samples.
+	from, to := at.Add(2*time.Second), at.Add(4*time.Second)
+	root := func(q map[string]any) int64 {
+		rows := flameRows(t, requireOK(t, f.query(t, q, from, to))[0])
+		return rows[0].value
+	}
+	require.Equal(t, want, root(map[string]any{"profileTypeId": cpuType, "spanSelector": []string{strings.ToUpper(span), ""}}))
+	require.Equal(t, wantTrace, root(map[string]any{"profileTypeId": cpuType, "traceId": trace}))
+}
+
+func TestMetricsPerGroupAddUpToTheTotal(t *testing.T) {
+	f := newFixture(t, nil)
+	at := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	req, batch := report(t, at)
+	f.send(t, req)
+	want := map[string]int64{}
+	for _, s := range batch.Samples {
+		if cpuOnly(&s) {
+			want[s.Meta.Series.Attributes["k8s.pod.name"]] += s.Value
+		}
+	}
+	q := map[string]any{"queryType": "metrics", "profileTypeId": cpuType, "groupBy": []string{"k8s_pod_name"}}
+	frames := requireOK(t, f.query(t, q, at.Add(-time.Hour), at.Add(time.Hour)))
+	got := map[string]int64{}
+	for _, fr := range frames {
+		require.Equal(t, data.VisTypeGraph, fr.Meta.PreferredVisualization)
+		value := fr.Fields[1]
+		require.Equal(t, "suffix: cores", value.Config.Unit)
+		var cpu float64
+		for i := range value.Len() {
+			v, _ := value.ConcreteAt(i)
+			cpu += v.(float64) * 60 //nolint:forcetypeassert // float64 rates over one-minute steps
+		}
+		got[value.Labels["k8s_pod_name"]] = int64(math.Round(cpu * 1e9))
+	}
+	require.Equal(t, want, got, "CPU seconds per pod, as cores × step")
+
+	both := requireOK(t, f.query(t, map[string]any{"queryType": "both", "profileTypeId": cpuType}, at.Add(-time.Hour), at.Add(time.Hour)))
+	require.Equal(t, "response", both[0].Name)
+	require.Equal(t, "series", both[1].Name)
+}
+
+func TestEditorResources(t *testing.T) {
+	f := newFixture(t, nil)
+	at := time.Now().UTC().Truncate(time.Minute).Add(-10 * time.Minute)
+	req, batch := report(t, at)
+	f.send(t, req)
+	get := func(path string, status int) []byte {
+		t.Helper()
+		var resp *backend.CallResourceResponse
+		err := f.ds.CallResource(context.Background(), &backend.CallResourceRequest{Method: http.MethodGet, Path: strings.Split(path, "?")[0], URL: path},
+			backend.CallResourceResponseSenderFunc(func(r *backend.CallResourceResponse) error { resp = r; return nil }))
+		require.NoError(t, err)
+		require.Equal(t, status, resp.Status, string(resp.Body))
+		return resp.Body
+	}
+	var types []query.ProfileTypeInfo
+	require.NoError(t, json.Unmarshal(get("profileTypes", http.StatusOK), &types))
+	require.Contains(t, types, query.ProfileTypeInfo{ID: cpuType, Label: "process_cpu - cpu"})
+
+	var names []string
+	require.NoError(t, json.Unmarshal(get("labelNames?profileTypeId="+cpuType, http.StatusOK), &names))
+	require.Subset(t, names, []string{"service_name", "k8s_pod_name", "thread_name"})
+
+	var pods []string
+	require.NoError(t, json.Unmarshal(get("labelValues?label=k8s_pod_name", http.StatusOK), &pods))
+	require.Contains(t, pods, batch.Samples[0].Meta.Series.Attributes["k8s.pod.name"])
+	var services []string
+	require.NoError(t, json.Unmarshal(get("services", http.StatusOK), &services))
+	require.Equal(t, []string{"checkout"}, services)
+
+	from, to := strconv.FormatInt(at.Add(-48*time.Hour).UnixMilli(), 10), strconv.FormatInt(at.Add(-47*time.Hour).UnixMilli(), 10)
+	require.NoError(t, json.Unmarshal(get("services?from="+from+"&to="+to, http.StatusOK), &services))
+	require.NotContains(t, services, "checkout", "lookups are bounded by the time range")
+
+	get("labelValues?label=", http.StatusBadGateway)
+	get("nothing", http.StatusNotFound)
+	get("services?from=yesterday", http.StatusBadRequest)
+	get("services?profileTypeId=cpu", http.StatusBadRequest)
+}
+
+// TestRollupsAnswerLikeTheRawTable compares long-range answers, which read
+// whole hours and minutes from the rollups, with the same queries forced
+// onto the raw table by a matcher on a sample attribute that matches
+// every row.
+func TestRollupsAnswerLikeTheRawTable(t *testing.T) {
+	f := newFixture(t, nil)
+	now := time.Now().UTC().Truncate(time.Second)
+	for i, offset := range []time.Duration{
+		-9*time.Hour + 17*time.Second, -7*time.Hour - 3*time.Minute + 41*time.Second, -4*time.Hour + 5*time.Second,
+		-2*time.Hour - 10*time.Minute, -50*time.Minute + 29*time.Second, -20 * time.Minute, -6 * time.Minute,
+	} {
+		cfg := profilegen.DefaultConfig()
+		cfg.Stacks, cfg.Pods, cfg.SamplesPerSecond, cfg.Locations, cfg.Functions, cfg.Seed = 200, 3, 100, 1000, 300, uint64(i+1)
+		f.send(t, profilegen.New(cfg).Report(now.Add(offset)))
+	}
+	from, to := now.Add(-10*time.Hour+13*time.Second), now.Add(-5*time.Minute+7*time.Second)
+	for _, q := range []map[string]any{
+		{"queryType": "profile", "profileTypeId": cpuType},
+		{"queryType": "table", "profileTypeId": cpuType},
+		{"queryType": "metrics", "profileTypeId": cpuType, "groupBy": []string{"service_name"}},
+	} {
+		t.Run(q["queryType"].(string), func(t *testing.T) { //nolint:forcetypeassert // set above
+			rollup := requireOK(t, f.query(t, q, from, to))
+			q["labelSelector"] = `{thread_name=~".*"}`
+			raw := requireOK(t, f.query(t, q, from, to))
+			require.Len(t, rollup, len(raw))
+			for i := range raw {
+				require.Equal(t, raw[i].Rows(), rollup[i].Rows())
+				for j := range raw[i].Fields {
+					require.Equal(t, raw[i].Fields[j].Len(), rollup[i].Fields[j].Len())
+					for k := range raw[i].Fields[j].Len() {
+						require.Equal(t, raw[i].Fields[j].At(k), rollup[i].Fields[j].At(k), "frame %d field %s row %d", i, raw[i].Fields[j].Name, k)
+					}
+				}
+			}
+			require.Positive(t, raw[0].Rows())
+		})
+	}
 }

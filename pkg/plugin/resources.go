@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -77,7 +78,7 @@ func resourceScope(params url.Values, now time.Time) (query.Scope, error) {
 		*dst = time.UnixMilli(ms)
 	}
 	if !s.To.After(s.From) {
-		return s, fmt.Errorf("empty time range: to is not after from")
+		return s, errors.New("empty time range: to is not after from")
 	}
 	if s.ProfileType != "" {
 		if _, err := query.ParseProfileType(s.ProfileType); err != nil {

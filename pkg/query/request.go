@@ -232,7 +232,7 @@ func stepFor(interval, minStep, span time.Duration) time.Duration {
 	if minimum := span / 11000; step < minimum {
 		step = minimum
 	}
-	return step.Truncate(time.Second)
+	return (step + time.Second - 1).Truncate(time.Second) // whole seconds, rounded up
 }
 
 func truncate(s string) string {

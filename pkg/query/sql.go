@@ -25,7 +25,6 @@ func (p *params) add(typ, value string) string {
 }
 
 func (p *params) str(v string) string    { return p.add("String", v) }
-func (p *params) u64(v uint64) string    { return p.add("UInt64", strconv.FormatUint(v, 10)) }
 func (p *params) i64(v int64) string     { return p.add("Int64", strconv.FormatInt(v, 10)) }
 func (p *params) u64s(v []uint64) string { return p.add("Array(UInt64)", uint64List(v)) }
 
@@ -207,7 +206,7 @@ func plan(from, to int64, raw bool, align int64) []segment {
 	if raw || to <= from {
 		return []segment{{schema.Samples, from, to}}
 	}
-	if to-from >= hourRollupAfter && align%3600 == 0 {
+	if to-from >= hourRollupAfter && nests(3600, align) {
 		hs, he := ceilTo(from, 3600), floorTo(to, 3600)
 		if he-hs >= 3600 {
 			out := planMinutes(from, hs, align)
@@ -222,7 +221,7 @@ func planMinutes(from, to, align int64) []segment {
 	if to <= from {
 		return nil
 	}
-	if to-from < minuteRollupAfter || align%60 != 0 {
+	if to-from < minuteRollupAfter || !nests(60, align) {
 		return []segment{{schema.Samples, from, to}}
 	}
 	ms, me := ceilTo(from, 60), floorTo(to, 60)
@@ -236,6 +235,10 @@ func planMinutes(from, to, align int64) []segment {
 	}
 	return out
 }
+
+// nests reports whether rollup buckets of a size fit in a step (a step of
+// 1 or less means no buckets: a flame graph or table).
+func nests(bucket, step int64) bool { return step <= 1 || step%bucket == 0 }
 
 func ceilTo(t, unit int64) int64 { return floorTo(t+unit-1, unit) }
 

@@ -59,7 +59,7 @@ func (t *Tree) Frame(maxNodes int, unit string) *data.Frame {
 }
 
 func (t *Tree) empty() bool {
-	return t.Nodes() == 1 && t.self[rootNode] == 0
+	return t.Nodes() == 1 && t.total == 0
 }
 
 // rowEstimate is an upper bound of the rows rendered under limit, less the
@@ -84,16 +84,16 @@ func (t *Tree) rowLimit(maxNodes int) int {
 	return limit
 }
 
-// walker emits a tree's rows depth first, folding the children below cut.
+// walker emits the shown nodes depth first.
 type walker struct {
-	tree   *Tree
-	totals []int64
-	kids   childLists
-	cut    int64
-	out    *frameBuilder
+	names    *Names
+	shown    []shownNode
+	out      *frameBuilder
+	children []int32 // scratch space for one node's children
 }
 
-// pending is a row still to emit: a node, or an "other" row with its total.
+// pending is a row still to emit: a shown node, or an "other" row with its
+// total.
 type pending struct {
 	node  int32
 	level int32
@@ -101,15 +101,16 @@ type pending struct {
 }
 
 func newWalker(t *Tree, limit int, out *frameBuilder) *walker {
-	w := &walker{tree: t, totals: t.subtreeTotals(), kids: t.childLists(), cut: keepAll, out: out}
+	cut := int64(keepAll)
 	if limit > 0 && t.Nodes() > limit {
-		w.cut = threshold(w.totals, w.kids, limit)
+		cut = t.threshold(limit)
 	}
-	return w
+	return &walker{names: t.names, shown: t.shownNodes(cut), out: out}
 }
 
 func (w *walker) walk() {
-	stack := []pending{{node: rootNode}}
+	root := int32(len(w.shown) - 1) //nolint:gosec // 2^31 nodes do not fit in memory
+	stack := []pending{{node: root}}
 	for len(stack) > 0 {
 		next := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -117,62 +118,53 @@ func (w *walker) walk() {
 			w.out.addText(next.level, next.other, next.other, otherLabel)
 			continue
 		}
-		w.emit(next)
-		stack = w.pushChildren(stack, next)
+		stack = w.visit(stack, next, next.node == root)
 	}
 }
 
-func (w *walker) emit(p pending) {
-	total, self := w.totals[p.node], w.tree.self[p.node]
-	if p.node == rootNode {
-		w.out.addText(p.level, total, self, rootLabel)
-		return
+// visit emits a node's row and pushes the rows below it so that they pop
+// in display order: the children, then the "other" row if any child was
+// folded.
+func (w *walker) visit(stack []pending, p pending, isRoot bool) []pending {
+	node := &w.shown[p.node]
+	children, childTotal := w.sortedChildren(p.node)
+	self := node.total - childTotal - node.folded
+	if isRoot {
+		w.out.addText(p.level, node.total, self, rootLabel)
+	} else {
+		w.out.addID(p.level, node.total, self, node.label)
 	}
-	w.out.addID(p.level, total, self, w.tree.label[p.node])
-}
-
-// pushChildren pushes the rows below parent so that they pop in display
-// order: the kept children, then the "other" row if any child was folded.
-func (w *walker) pushChildren(stack []pending, parent pending) []pending {
-	kept, folded, anyFolded := w.splitChildren(parent.node)
-	level := parent.level + 1
-	if anyFolded {
-		stack = append(stack, pending{node: otherNode, level: level, other: folded})
+	level := p.level + 1
+	if node.anyFolded {
+		stack = append(stack, pending{node: otherNode, level: level, other: node.folded})
 	}
-	for i := len(kept) - 1; i >= 0; i-- {
-		stack = append(stack, pending{node: kept[i], level: level})
+	for i := len(children) - 1; i >= 0; i-- {
+		stack = append(stack, pending{node: children[i], level: level})
 	}
 	return stack
 }
 
-// splitChildren returns node's kept children in display order and the sum
-// of the folded children's totals. It reorders node's child list in place:
-// each node is walked once.
-func (w *walker) splitChildren(node int32) (kept []int32, folded int64, anyFolded bool) {
-	children := w.kids.of(node)
-	n := 0
-	for _, child := range children {
-		if w.totals[child] >= w.cut {
-			children[n] = child
-			n++
-			continue
-		}
-		folded += w.totals[child]
-		anyFolded = true
+// sortedChildren returns node's shown children in display order, valid
+// until the next call, and the sum of their totals.
+func (w *walker) sortedChildren(node int32) (children []int32, total int64) {
+	children = w.children[:0]
+	for child := node - 1; child >= w.shown[node].start; child = w.shown[child].start - 1 {
+		children = append(children, child)
+		total += w.shown[child].total
 	}
-	kept = children[:n]
-	slices.SortFunc(kept, w.displayOrder)
-	return kept, folded, anyFolded
+	slices.SortFunc(children, w.displayOrder)
+	w.children = children
+	return children, total
 }
 
 // displayOrder sorts siblings by total descending, then label ascending
-// (then id, which only matters for labels that are not in the names table).
+// (then position, which only matters for labels outside the names table).
 func (w *walker) displayOrder(a, b int32) int {
-	if c := cmp.Compare(w.totals[b], w.totals[a]); c != 0 {
+	na, nb := &w.shown[a], &w.shown[b]
+	if c := cmp.Compare(nb.total, na.total); c != 0 {
 		return c
 	}
-	names := w.tree.names
-	if c := strings.Compare(names.Label(w.tree.label[a]), names.Label(w.tree.label[b])); c != 0 {
+	if c := strings.Compare(w.names.Label(na.label), w.names.Label(nb.label)); c != 0 {
 		return c
 	}
 	return cmp.Compare(a, b)

@@ -119,7 +119,9 @@ func TestTruncationFoldsSmallChildren(t *testing.T) {
 	require.Equal(t, 7, tree.Nodes())
 	want := []row{
 		{0, 57, 0, "total"},
-		{1, 53, 0, "a"}, {2, 50, 50, "b"}, {2, 3, 3, "other"},
+		{1, 53, 0, "a"},
+		{2, 50, 50, "b"},
+		{2, 3, 3, "other"},
 		{1, 4, 4, "other"},
 	}
 	require.Equal(t, want, rows(t, tree.Frame(5, "ns")))
@@ -130,10 +132,13 @@ func TestTruncationFoldsSmallChildren(t *testing.T) {
 func TestThresholdIsSmallest(t *testing.T) {
 	for seed := range uint64(20) {
 		tree := randomStacks(seed, 60, 12, 1, 6).tree()
-		totals := tree.subtreeTotals()
-		cuts := append(distinctAscending(append([]int64(nil), totals[1:]...)), foldAll)
+		var totals []int64 // of every node but the root, which comes last
+		for _, node := range tree.shownNodes(keepAll)[:tree.Nodes()-1] {
+			totals = append(totals, node.total)
+		}
+		cuts := append(distinctAscending(totals), foldAll)
 		for limit := 2; limit < tree.Nodes(); limit++ {
-			got := threshold(totals, tree.childLists(), limit)
+			got := tree.threshold(limit)
 			want := int64(foldAll)
 			for _, cut := range cuts {
 				if renderedRows(tree, cut) <= limit {
@@ -149,7 +154,7 @@ func TestThresholdIsSmallest(t *testing.T) {
 // renderedRows renders tree with a given threshold and counts the rows.
 func renderedRows(tree *Tree, cut int64) int {
 	out := newFrameBuilder(tree.names, 0)
-	w := &walker{tree: tree, totals: tree.subtreeTotals(), kids: tree.childLists(), cut: cut, out: out}
+	w := &walker{names: tree.names, shown: tree.shownNodes(cut), out: out}
 	w.walk()
 	return len(out.level)
 }

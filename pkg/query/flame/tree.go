@@ -1,55 +1,55 @@
 package flame
 
-// rootNode is the id of a tree's root. Node ids are dense and every node is
-// created after its parent, so a parent's id is always below its children's.
-const rootNode int32 = 0
+import "slices"
 
 // Tree is a call tree merged by label: the children of a node are unique by
-// label. Nodes live in parallel slices indexed by node id; a hash index maps
-// (parent, label) to the child's id. Only self values are kept per node:
-// totals are summed bottom-up when the tree is rendered.
+// label.
+//
+// The tree is never stored node by node. Add appends the stack to a flat
+// buffer; the first query sorts the stacks lexicographically by label id
+// and notes how many leading labels each shares with the one before it.
+// In that order the stacks through a node are adjacent, so replaying them
+// (closing the previous stack's nodes below the shared prefix, opening the
+// new stack's) is a depth-first traversal of the merged tree: no hash
+// lookups, and memory for the stacks plus the open path only. Rendering
+// replays the stacks once to rank node totals and once more to collect the
+// nodes it keeps. Adding after a query re-sorts on the next one.
 type Tree struct {
-	names  *Names
-	label  []int32
-	parent []int32
-	self   []int64
-	total  int64
-	kids   childIndex
+	names *Names
+	total int64
 
-	// The previous stack and the nodes of its path: consecutive stacks
-	// usually share a prefix (always when the input is sorted), which is
-	// then walked without hash lookups.
-	prevStack []int32
-	prevPath  []int32
+	// The stacks as added: stack i is frames[starts[i]:starts[i+1]].
+	frames []int32
+	starts []int
+	values []int64
+
+	// Valid while sorted: the stacks in lexicographic order, the number of
+	// leading labels each shares with the one before it, and the number of
+	// nodes they make.
+	sorted bool
+	order  []int32
+	shared []int
+	nodes  int
 }
 
-// NewTree returns a tree holding only its root. Labels of the stacks added
-// to it must be ids from names.
+// NewTree returns an empty tree. Labels of the stacks added to it must be
+// ids from names.
 func NewTree(names *Names) *Tree {
-	return &Tree{
-		names:  names,
-		label:  []int32{-1},
-		parent: []int32{-1},
-		self:   []int64{0},
-	}
+	return &Tree{names: names, starts: []int{0}}
 }
 
 // Add adds a stack (labels root first) with its value; empty stacks add to
 // the root's self.
 func (t *Tree) Add(stack []int32, value int64) {
 	t.total += value
-	shared := t.sharedPrefix(stack)
-	t.prevPath = t.prevPath[:shared]
-	node := rootNode
-	if shared > 0 {
-		node = t.prevPath[shared-1]
+	if len(t.frames)+len(stack) > cap(t.frames) {
+		// Double: append's growth for large slices copies more often.
+		t.frames = slices.Grow(t.frames, max(len(stack), cap(t.frames)))
 	}
-	for _, label := range stack[shared:] {
-		node = t.child(node, label)
-		t.prevPath = append(t.prevPath, node)
-	}
-	t.prevStack = append(t.prevStack[:0], stack...)
-	t.self[node] += value
+	t.frames = append(t.frames, stack...)
+	t.starts = append(t.starts, len(t.frames))
+	t.values = append(t.values, value)
+	t.sorted = false
 }
 
 // Total is the root's value (sum of all values added).
@@ -59,71 +59,51 @@ func (t *Tree) Total() int64 {
 
 // Nodes is the number of nodes, root included.
 func (t *Tree) Nodes() int {
-	return len(t.label)
+	t.sort()
+	return t.nodes
 }
 
-// sharedPrefix is the number of leading labels stack shares with the
-// previous stack.
-func (t *Tree) sharedPrefix(stack []int32) int {
-	limit := min(len(stack), len(t.prevStack))
-	for i := range limit {
-		if stack[i] != t.prevStack[i] {
-			return i
-		}
-	}
-	return limit
+func (t *Tree) stack(i int32) []int32 {
+	return t.frames[t.starts[i]:t.starts[i+1]]
 }
 
-// child returns the child of parent with label, creating it if needed.
-func (t *Tree) child(parent, label int32) int32 {
-	next := int32(len(t.label)) //nolint:gosec // 2^31 nodes do not fit in memory
-	node := t.kids.findOrInsert(parent, label, next)
-	if node == next {
-		t.label = append(t.label, label)
-		t.parent = append(t.parent, parent)
-		t.self = append(t.self, 0)
+// sort orders the stacks for replay unless that is done already.
+func (t *Tree) sort() {
+	if t.sorted {
+		return
 	}
-	return node
+	t.order = t.sortedStacks()
+	t.shared = t.sharedPrefixes(t.order)
+	t.nodes = 1
+	for i, s := range t.order {
+		t.nodes += len(t.stack(s)) - t.shared[i]
+	}
+	t.sorted = true
 }
 
-// subtreeTotals returns each node's total: its self plus its descendants'.
-// Children have higher ids than their parents, so one backward pass does.
-func (t *Tree) subtreeTotals() []int64 {
-	totals := make([]int64, len(t.self))
-	copy(totals, t.self)
-	for node := len(totals) - 1; node > 0; node-- {
-		totals[t.parent[node]] += totals[node]
-	}
-	return totals
+// step is stack i of the sorted order as a replay sees it. The nodes of
+// its first shared labels are open already (the previous stack went
+// through them). The nodes of the open labels are opened and stay open: the
+// next stack goes through them too. The tail is the chain of nodes only
+// this stack goes through: each has one child but the last, and all have
+// the stack's value as total, so a replay handles the chain at once.
+type step struct {
+	shared int
+	open   []int32
+	tail   []int32
+	value  int64
 }
 
-// childLists groups node ids by parent (compressed sparse rows): the
-// children of p are ids[offsets[p]:offsets[p+1]], in creation order.
-type childLists struct {
-	offsets []int32
-	ids     []int32
-}
-
-func (t *Tree) childLists() childLists {
-	n := len(t.parent)
-	// Count children at offsets[p+2], sum prefixes so that offsets[p+1] is
-	// where p's children start, then fill advancing offsets[p+1] to the end.
-	offsets := make([]int32, n+2)
-	for node := 1; node < n; node++ {
-		offsets[t.parent[node]+2]++
+func (t *Tree) step(i int) step {
+	stack := t.stack(t.order[i])
+	kept := t.shared[i]
+	if i+1 < len(t.order) {
+		kept = max(kept, t.shared[i+1])
 	}
-	for i := 2; i < len(offsets); i++ {
-		offsets[i] += offsets[i-1]
+	return step{
+		shared: t.shared[i],
+		open:   stack[t.shared[i]:kept],
+		tail:   stack[kept:],
+		value:  t.values[t.order[i]],
 	}
-	ids := make([]int32, max(n-1, 0))
-	for node := 1; node < n; node++ {
-		slot := &offsets[t.parent[node]+1]
-		ids[*slot] = int32(node) //nolint:gosec // node < len(t.parent), whose ids are int32
-		*slot++
-	}
-	return childLists{offsets: offsets[:n+1], ids: ids}
-}
-
-func (c childLists) of(node int32) []int32 {
-	return c.ids[c.offsets[node]:c.offsets[node+1]]
 }

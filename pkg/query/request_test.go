@@ -1,0 +1,55 @@
+package query
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flamehouse/flamehouse/pkg/query/selector"
+)
+
+func mustParse(t *testing.T, sel string) []selector.Matcher {
+	t.Helper()
+	ms, err := selector.Parse(sel)
+	require.NoError(t, err)
+	return ms
+}
+
+func quote(s string) string { return strconv.Quote(s) }
+
+func TestParseRequestDefaultsAndValidation(t *testing.T) {
+	from := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	to := from.Add(time.Hour)
+	opts := Options{DefaultProfileType: cpu, SpanPadding: time.Minute, MinStep: 15 * time.Second}
+	r, err := ParseRequest([]byte(`{}`), from, to, 0, opts)
+	require.NoError(t, err)
+	require.Equal(t, TypeProfile, r.Type)
+	require.Equal(t, cpu, r.ProfileType.ID)
+	require.Equal(t, "nanoseconds", r.ProfileType.SampleUnit)
+	require.Equal(t, DefaultMaxNodes, r.MaxNodes)
+	require.Equal(t, 15*time.Second, r.Step)
+	require.Equal(t, from, r.From, "no padding without spans")
+
+	r, err = ParseRequest([]byte(`{"spanSelector":["00F067AA0BA902B7",""],"maxNodes":100,"queryType":"table","limit":5}`), from, to, time.Second, opts)
+	require.NoError(t, err)
+	require.Equal(t, []string{"00f067aa0ba902b7"}, r.SpanIDs)
+	require.Equal(t, from.Add(-time.Minute), r.From, "span queries are widened by the padding")
+	require.Equal(t, to.Add(time.Minute), r.To)
+	require.Equal(t, 100, r.MaxNodes)
+	require.Equal(t, 5, r.Limit)
+
+	r, err = ParseRequest([]byte(`{}`), from, from.Add(30*24*time.Hour), time.Second, opts)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, r.Step, 30*24*time.Hour/11000, "at most 11,000 points")
+
+	_, err = ParseRequest([]byte(`{"queryType":"flame","profileTypeId":"cpu","labelSelector":"{a=}","spanSelector":["zz"],"traceId":"12","maxNodes":-3,"limit":99999}`),
+		to, from, 0, Options{})
+	require.Error(t, err)
+	for _, part := range []string{"queryType", "profile type", "label selector", "span id", "trace id", "maxNodes", "limit", "time range"} {
+		require.ErrorContains(t, err, part, "every problem is reported at once")
+	}
+	_, err = ParseRequest([]byte(`{"queryType":`), from, to, 0, opts)
+	require.ErrorContains(t, err, "not valid JSON")
+}

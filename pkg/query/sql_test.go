@@ -1,0 +1,146 @@
+package query
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestPlanReadsWholeHoursAndMinutesFromRollups(t *testing.T) {
+	const h, m = 3600, 60
+	base := int64(1_800_000_000) - int64(1_800_000_000)%h // an hour boundary
+	tests := []struct {
+		name     string
+		from, to int64
+		raw      bool
+		align    int64
+		want     []segment
+	}{
+		{"short range: raw", base + 10, base + 10*m, false, 1, []segment{{schema.Samples, base + 10, base + 10*m}}},
+		{"per-sample filter: raw", base, base + 24*h, true, 1, []segment{{schema.Samples, base, base + 24*h}}},
+		{"an hour: minutes and raw edges", base + 10, base + h + 20, false, 1, []segment{
+			{schema.Samples, base + 10, base + m}, {schema.SamplesMinute, base + m, base + h}, {schema.Samples, base + h, base + h + 20},
+		}},
+		{"a day: hours, short raw edges", base - 5*m - 7, base + 24*h + 3*m + 9, false, 1, []segment{
+			{schema.Samples, base - 5*m - 7, base}, {schema.SamplesHour, base, base + 24*h}, {schema.Samples, base + 24*h, base + 24*h + 3*m + 9},
+		}},
+		{"a day: hours, minutes, raw edges", base - 50*m - 7, base + 24*h + 30*m + 9, false, 1, []segment{
+			{schema.Samples, base - 50*m - 7, base - 50*m},
+			{schema.SamplesMinute, base - 50*m, base},
+			{schema.SamplesHour, base, base + 24*h},
+			{schema.SamplesMinute, base + 24*h, base + 24*h + 30*m},
+			{schema.Samples, base + 24*h + 30*m, base + 24*h + 30*m + 9},
+		}},
+		{"a day at a 15 s step: raw", base, base + 24*h, false, 15, []segment{{schema.Samples, base, base + 24*h}}},
+		{"a day at a 1 min step: minutes", base, base + 24*h, false, m, []segment{{schema.SamplesMinute, base, base + 24*h}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := plan(tt.from, tt.to, tt.raw, tt.align)
+			require.Equal(t, tt.want, got)
+			for i := 1; i < len(got); i++ {
+				require.Equal(t, got[i-1].to, got[i].from, "segments are contiguous")
+			}
+		})
+	}
+}
+
+// render shows a statement and its parameters.
+func render(q string, p *params) string {
+	var b strings.Builder
+	b.WriteString(strings.ReplaceAll(q, " UNION ALL ", "\nUNION ALL "))
+	b.WriteString("\n-- parameters\n")
+	for _, a := range p.args {
+		n := a.(driver.NamedValue) //nolint:forcetypeassert // params holds only named values
+		fmt.Fprintf(&b, "-- %s = %q\n", n.Name, n.Value)
+	}
+	return b.String()
+}
+
+func requireGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o600))
+	}
+	want, err := os.ReadFile(path) //nolint:gosec // G304: a golden file of this package
+	require.NoError(t, err, "run go test ./pkg/query -update to create it")
+	require.Equal(t, string(want), got)
+}
+
+func TestGeneratedSQL(t *testing.T) {
+	tables := schema.DefaultConfig()
+	from := time.Date(2026, 11, 20, 9, 59, 30, 0, time.UTC)
+	parse := func(q string, to time.Time) *Request {
+		r, err := ParseRequest([]byte(q), from, to, time.Minute, Options{SpanPadding: time.Minute, MinStep: 15 * time.Second})
+		require.NoError(t, err)
+		return r
+	}
+	sampleKeys := map[string]bool{"thread.name": true}
+	tests := []struct {
+		name string
+		sql  func(p *params) string
+	}{
+		{"flame_1h_selector.sql", func(p *params) string {
+			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\", k8s_pod_name=~\"web-.*\", thread_name!=\"gc\", \"deployment.environment\"=\"prod\"}"}`,
+				from.Add(time.Hour))
+			f := buildFilter(p, tables, "acme", r, sampleKeys)
+			return stacksSQL(p, tables, "acme", f, plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1))
+		}},
+		{"flame_24h_span.sql", func(p *params) string {
+			r := parse(`{"profileTypeId":"`+cpu+`","spanSelector":["00F067AA0BA902B7"],"traceId":"4BF92F3577B34DA6A3CE929D0E0E4736"}`, from.Add(24*time.Hour))
+			f := buildFilter(p, tables, "", r, nil)
+			return stacksSQL(p, tables, "", f, plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1))
+		}},
+		{"flame_24h_rollups.sql", func(p *params) string {
+			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}"}`, from.Add(24*time.Hour))
+			f := buildFilter(p, tables, "", r, nil)
+			return stacksSQL(p, tables, "", f, plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1))
+		}},
+		{"series_groupby.sql", func(p *params) string {
+			r := parse(`{"queryType":"metrics","profileTypeId":"`+cpu+`","groupBy":["service_name","k8s_pod_name","thread_name"]}`, from.Add(3*time.Hour))
+			f := buildFilter(p, tables, "", r, sampleKeys)
+			groups, cols, raw := groupExprs(p, r.GroupBy, sampleKeys)
+			step := int64(r.Step / time.Second)
+			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.needsRaw || raw, step), step, groups, cols, raw)
+		}},
+		{"frames.sql", func(p *params) string {
+			return framesSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var p params
+			q := tt.sql(&p)
+			requireGolden(t, tt.name, render(q, &p))
+		})
+	}
+}
+
+const cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+
+func TestUserTextNeverReachesTheSQL(t *testing.T) {
+	tables := schema.DefaultConfig()
+	evil := []string{`x' OR 1=1 --`, `\'; DROP TABLE t; --`, "a}{b", `{evil:String}`, "`otel`.`secrets`", `") OR ("1"="1`}
+	for _, e := range evil {
+		var p params
+		r := &Request{ProfileType: ProfileType{ID: e}, GroupBy: []string{e}, SpanIDs: []string{e}, TraceID: e}
+		r.Matchers = mustParse(t, `{service_name=`+quote(e)+`, `+quote(e)+`=`+quote(e)+`, k8s_pod_name!=`+quote(e)+`}`)
+		f := buildFilter(&p, tables, e, r, map[string]bool{e: true})
+		groups, cols, raw := groupExprs(&p, r.GroupBy, map[string]bool{e: true})
+		q := stacksSQL(&p, tables, e, f, plan(0, 100_000, false, 1)) +
+			seriesSQL(&p, tables, e, f, plan(0, 100_000, raw, 60), 60, groups, cols, raw)
+		require.NotContains(t, q, e, "user text travels as parameters only")
+	}
+}

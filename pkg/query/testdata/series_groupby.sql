@@ -1,0 +1,14 @@
+SELECT toInt64(toUnixTimestamp(toStartOfInterval(u.Timestamp, toIntervalSecond({p11:Int64})))) AS t, u.ServiceName AS g0, r.r1 AS g1, if((mapContains(u.SampleAttributes, {p4:String}) OR mapContains(u.SampleAttributes, {p5:String})), if(mapContains(u.SampleAttributes, {p6:String}), u.SampleAttributes[{p6:String}], u.SampleAttributes[{p7:String}]), r.r2) AS g2, sum(u.Value) AS v FROM (SELECT Timestamp, Value, SeriesId, ServiceName, SampleAttributes FROM `otel`.`otel_profile_samples` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND Timestamp >= toDateTime({p8:Int64}) AND Timestamp < toDateTime({p9:Int64})) AS u LEFT JOIN (SELECT SeriesId, any(K8sPodName) AS r1, any(if(mapContains(ResourceAttributes, {p2:String}), ResourceAttributes[{p2:String}], ResourceAttributes[{p3:String}])) AS r2 FROM `otel`.`otel_profile_series` WHERE TenantId = {p10:String} GROUP BY SeriesId) AS r ON u.SeriesId = r.SeriesId GROUP BY t, g0, g1, g2 ORDER BY t
+-- parameters
+-- p0 = ""
+-- p1 = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+-- p2 = "thread_name"
+-- p3 = "thread.name"
+-- p4 = "thread_name"
+-- p5 = "thread.name"
+-- p6 = "thread_name"
+-- p7 = "thread.name"
+-- p8 = "1795168740"
+-- p9 = "1795179570"
+-- p10 = ""
+-- p11 = "60"
