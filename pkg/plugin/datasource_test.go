@@ -18,7 +18,7 @@ import (
 func TestMain(m *testing.M) { chtest.Main(m) }
 
 // instance creates the datasource the way Grafana does, from JSON settings.
-func instance(t *testing.T, jsonData map[string]any, secure map[string]string) *Datasource {
+func instance(t testing.TB, jsonData map[string]any, secure map[string]string) *Datasource {
 	t.Helper()
 	raw, err := json.Marshal(jsonData)
 	require.NoError(t, err)
@@ -31,7 +31,7 @@ func instance(t *testing.T, jsonData map[string]any, secure map[string]string) *
 }
 
 // embeddedSettings points a datasource at the test server.
-func embeddedSettings(t *testing.T, database string) map[string]any {
+func embeddedSettings(t testing.TB, database string) map[string]any {
 	t.Helper()
 	srv := chtest.Get(t)
 	host, port, err := net.SplitHostPort(srv.Addr)

@@ -43,7 +43,7 @@ type fixture struct {
 	ingest *ingest.Ingester
 }
 
-func newFixture(t *testing.T, profiles map[string]any) *fixture {
+func newFixture(t testing.TB, profiles map[string]any) *fixture {
 	t.Helper()
 	srv := chtest.Get(t)
 	conn := srv.Open(t)
@@ -74,7 +74,7 @@ func newFixture(t *testing.T, profiles map[string]any) *fixture {
 
 // send exports a request over OTLP/HTTP; it returns once the rows are
 // committed.
-func (f *fixture) send(t *testing.T, req *collectorpb.ExportProfilesServiceRequest) {
+func (f *fixture) send(t testing.TB, req *collectorpb.ExportProfilesServiceRequest) {
 	t.Helper()
 	body, err := proto.Marshal(req)
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func (f *fixture) send(t *testing.T, req *collectorpb.ExportProfilesServiceReque
 }
 
 // query runs one query through QueryData.
-func (f *fixture) query(t *testing.T, q map[string]any, from, to time.Time) backend.DataResponse {
+func (f *fixture) query(t testing.TB, q map[string]any, from, to time.Time) backend.DataResponse {
 	t.Helper()
 	raw, err := json.Marshal(q)
 	require.NoError(t, err)

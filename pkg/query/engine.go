@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -150,15 +151,36 @@ func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool) (
 	}
 	defer rows.Close()
 	var out []stackValue
+	var ids []uint64 // one backing array for every stack's frame ids
+	var text string
 	for rows.Next() {
 		var id uint64
 		var s stackValue
-		if err := rows.Scan(&id, &s.value, &s.frames); err != nil {
+		if err := rows.Scan(&id, &s.value, &text); err != nil {
 			return nil, nil, err
 		}
+		start := len(ids)
+		if ids, err = appendFrameIDs(ids, text); err != nil {
+			return nil, nil, fmt.Errorf("stack %d: %w", id, err)
+		}
+		s.frames = ids[start:len(ids):len(ids)]
 		out = append(out, s)
 	}
 	return out, f, rows.Err()
+}
+
+// appendFrameIDs parses comma-separated frame ids.
+func appendFrameIDs(dst []uint64, text string) ([]uint64, error) {
+	for text != "" {
+		field, rest, _ := strings.Cut(text, ",")
+		v, err := strconv.ParseUint(field, 10, 64)
+		if err != nil {
+			return dst, fmt.Errorf("invalid frame id %q", field)
+		}
+		dst = append(dst, v)
+		text = rest
+	}
+	return dst, nil
 }
 
 // frameLabels names every frame of the stacks.

@@ -22,9 +22,9 @@ type folder struct {
 }
 
 // shownNodes returns the nodes shown under cut, in post-order: the root
-// last.
-func (t *Tree) shownNodes(cut int64) []shownNode {
-	f := folder{cut: cut}
+// last. expected sizes the result (nodes folded later may exceed it).
+func (t *Tree) shownNodes(cut int64, expected int) []shownNode {
+	f := folder{cut: cut, shown: make([]shownNode, 0, expected)}
 	f.replay(t)
 	return f.shown
 }
@@ -46,7 +46,7 @@ func (f *folder) replay(t *Tree) {
 
 // next is the position of the next shown node.
 func (f *folder) next() int32 {
-	return int32(len(f.shown)) //nolint:gosec // 2^31 nodes do not fit in memory
+	return index32(len(f.shown))
 }
 
 // addTail adds a chain of nodes of total value under the deepest open node

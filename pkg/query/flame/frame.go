@@ -32,23 +32,27 @@ const (
 // siblings are ordered by total descending, then label ascending.
 //
 // maxNodes <= 0 renders every node. maxNodes > 0 truncates the Pyroscope
-// way, refined so that the bound holds exactly: the frame has at most
-// max(maxNodes, 2) rows, "other" rows included (2 because a root with
-// children needs at least one child row). A node is kept when its total
-// reaches a threshold; in each kept parent the children below it are folded
-// into one childless child labelled "other", placed last, whose total and
-// self are the folded totals' sum. The threshold starts from Pyroscope's
-// (the smallest total among the maxNodes largest nodes, from a min-heap) and
-// is raised to the smallest total for which rows, counting the "other" rows,
-// fit in the bound; if none does, the root keeps only an "other" child.
-// Totals stay exact: the root's value is Total() and every row's value is
-// its self plus its children's values. A tree of at most maxNodes nodes is
-// never truncated.
+// way, refined so that the "other" rows count within the bound. Let L be
+// max(maxNodes, 2) (a root with children needs a child row). A tree of at
+// most L nodes is rendered whole. Otherwise a node is shown when its total
+// reaches a threshold and its parent is shown; in each shown node the
+// children below the threshold are folded into one childless child
+// labelled "other", placed last, whose value and self are the folded
+// totals' sum. The threshold starts above Pyroscope's (the smallest total
+// among the L largest nodes, kept in a min-heap), and is the smallest node
+// total at which the rows, "other" rows included, number at most L; if no
+// node total does, every child of the root folds into one "other" row.
+// So the frame never has more than L rows, and with non-negative values
+// (all profiles) it shows as much as the bound allows at one threshold;
+// nodes of equal total are shown or folded together. Totals stay exact: the
+// root's value is Total() and each row's value is its self plus its
+// children's values.
 //
-// The enum indexes at most 65536 labels, so when the names table holds more
-// than that a bound of 65536 rows applies even to maxNodes <= 0 or larger.
-// A tree without stacks (or whose values cancel out with no node but the
-// root) gives the four fields, the meta and no rows.
+// The enum indexes at most 65536 labels: when the names table holds more
+// than 65533 (leaving room for "total", "other" and "" for ids it did not
+// hand out), L is at most 65536, for maxNodes <= 0 too. A tree without
+// stacks, or with empty stacks only whose values sum to zero, gives the
+// four fields, the meta and no rows.
 func (t *Tree) Frame(maxNodes int, unit string) *data.Frame {
 	limit := t.rowLimit(maxNodes)
 	out := newFrameBuilder(t.names, t.rowEstimate(limit))
@@ -105,11 +109,11 @@ func newWalker(t *Tree, limit int, out *frameBuilder) *walker {
 	if limit > 0 && t.Nodes() > limit {
 		cut = t.threshold(limit)
 	}
-	return &walker{names: t.names, shown: t.shownNodes(cut), out: out}
+	return &walker{names: t.names, shown: t.shownNodes(cut, t.rowEstimate(limit)), out: out}
 }
 
 func (w *walker) walk() {
-	root := int32(len(w.shown) - 1) //nolint:gosec // 2^31 nodes do not fit in memory
+	root := index32(len(w.shown) - 1)
 	stack := []pending{{node: root}}
 	for len(stack) > 0 {
 		next := stack[len(stack)-1]
@@ -222,15 +226,20 @@ func (b *frameBuilder) frame(unit string) *data.Frame {
 // unknown ids) share the index of an equal name, or get their own.
 type enumTexts struct {
 	names  *Names
-	byID   []int32 // enum index + 1 per label id, 0 when not used yet
+	byID   []enumSlot
 	byText map[string]data.EnumItemIndex
 	texts  []string
+}
+
+type enumSlot struct {
+	index data.EnumItemIndex
+	used  bool
 }
 
 func newEnumTexts(names *Names) enumTexts {
 	return enumTexts{
 		names:  names,
-		byID:   make([]int32, names.count()),
+		byID:   make([]enumSlot, names.count()),
 		byText: make(map[string]data.EnumItemIndex),
 		texts:  []string{},
 	}
@@ -240,12 +249,11 @@ func (e *enumTexts) ofID(id int32) data.EnumItemIndex {
 	if !e.names.valid(id) {
 		return e.ofText("")
 	}
-	if index := e.byID[id]; index > 0 {
-		return data.EnumItemIndex(index - 1) //nolint:gosec // stored from an EnumItemIndex
+	slot := &e.byID[id]
+	if !slot.used {
+		*slot = enumSlot{index: e.add(e.names.Label(id)), used: true}
 	}
-	index := e.add(e.names.Label(id))
-	e.byID[id] = int32(index) + 1
-	return index
+	return slot.index
 }
 
 func (e *enumTexts) ofText(text string) data.EnumItemIndex {
@@ -261,7 +269,10 @@ func (e *enumTexts) ofText(text string) data.EnumItemIndex {
 }
 
 func (e *enumTexts) add(text string) data.EnumItemIndex {
-	index := data.EnumItemIndex(len(e.texts)) //nolint:gosec // rowLimit bounds distinct texts to maxEnumTexts
+	n := len(e.texts)
+	if n >= maxEnumTexts {
+		panic("flame: more distinct labels than an enum field holds") // rowLimit prevents it
+	}
 	e.texts = append(e.texts, text)
-	return index
+	return data.EnumItemIndex(n)
 }

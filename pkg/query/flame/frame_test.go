@@ -127,38 +127,6 @@ func TestTruncationFoldsSmallChildren(t *testing.T) {
 	require.Equal(t, want, rows(t, tree.Frame(5, "ns")))
 }
 
-// TestThresholdIsSmallest checks the threshold against every possible one:
-// it must be the smallest whose rendering fits in the limit.
-func TestThresholdIsSmallest(t *testing.T) {
-	for seed := range uint64(20) {
-		tree := randomStacks(seed, 60, 12, 1, 6).tree()
-		var totals []int64 // of every node but the root, which comes last
-		for _, node := range tree.shownNodes(keepAll)[:tree.Nodes()-1] {
-			totals = append(totals, node.total)
-		}
-		cuts := append(distinctAscending(totals), foldAll)
-		for limit := 2; limit < tree.Nodes(); limit++ {
-			got := tree.threshold(limit)
-			want := int64(foldAll)
-			for _, cut := range cuts {
-				if renderedRows(tree, cut) <= limit {
-					want = cut
-					break
-				}
-			}
-			require.Equal(t, want, got, "seed %d limit %d", seed, limit)
-		}
-	}
-}
-
-// renderedRows renders tree with a given threshold and counts the rows.
-func renderedRows(tree *Tree, cut int64) int {
-	out := newFrameBuilder(tree.names, 0)
-	w := &walker{names: tree.names, shown: tree.shownNodes(cut), out: out}
-	w.walk()
-	return len(out.level)
-}
-
 func TestEnumLimit(t *testing.T) {
 	names := NewNames()
 	tree := NewTree(names)

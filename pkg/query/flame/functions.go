@@ -18,16 +18,19 @@ type Function struct {
 // Functions accumulates per label the self value (of the stacks whose leaf
 // is the label) and the total value (of the stacks that contain the label,
 // counted once per stack even when the label recurs). Feed it the same
-// stacks as the Tree, in the same pass. Slices are indexed by label id.
+// stacks as the Tree, in the same pass.
 type Functions struct {
-	names *Names
-	self  []int64
-	total []int64
-	// lastStack is, per label, the number of the last stack that counted
-	// it in total (stacks are numbered from 1; 0 means the label never
-	// appeared).
-	lastStack []uint64
-	stacks    uint64
+	names  *Names
+	labels []labelStats // by label id
+	stacks uint64       // the stacks added, which numbers them from 1
+}
+
+type labelStats struct {
+	self  int64
+	total int64
+	// lastStack is the number of the last stack that counted the label
+	// in total; 0 when the label never appeared.
+	lastStack uint64
 }
 
 // NewFunctions returns an empty accumulator for labels from names.
@@ -43,41 +46,31 @@ func (f *Functions) Add(stack []int32, value int64) {
 	}
 	f.stacks++
 	for _, label := range stack {
-		f.ensure(label)
-		if f.lastStack[label] != f.stacks {
-			f.lastStack[label] = f.stacks
-			f.total[label] += value
+		if int(label) >= len(f.labels) {
+			f.grow(label)
+		}
+		stats := &f.labels[label]
+		if stats.lastStack != f.stacks {
+			stats.lastStack = f.stacks
+			stats.total += value
 		}
 	}
-	f.self[stack[len(stack)-1]] += value
+	f.labels[stack[len(stack)-1]].self += value
 }
 
-// ensure grows the per-label slices to hold label.
-func (f *Functions) ensure(label int32) {
-	if int(label) < len(f.self) {
-		return
-	}
+// grow makes room for label and every label interned so far.
+func (f *Functions) grow(label int32) {
 	size := max(int(label)+1, f.names.count())
-	f.self = grow(f.self, size)
-	f.total = grow(f.total, size)
-	f.lastStack = grow(f.lastStack, size)
-}
-
-func grow[T any](s []T, size int) []T {
-	return append(s, make([]T, size-len(s))...)
+	f.labels = append(f.labels, make([]labelStats, size-len(f.labels))...)
 }
 
 // Top returns the functions sorted by self descending, then total
 // descending, then label; limit > 0 keeps the first limit of them.
 func (f *Functions) Top(limit int) []Function {
 	var fns []Function
-	for label, last := range f.lastStack {
-		if last != 0 {
-			fns = append(fns, Function{
-				Label: f.names.Label(int32(label)), //nolint:gosec // label ids are int32
-				Self:  f.self[label],
-				Total: f.total[label],
-			})
+	for label, stats := range f.labels {
+		if stats.lastStack != 0 {
+			fns = append(fns, Function{Label: f.names.Label(index32(label)), Self: stats.self, Total: stats.total})
 		}
 	}
 	slices.SortFunc(fns, topOrder)

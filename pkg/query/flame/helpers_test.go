@@ -78,8 +78,8 @@ type stackSet struct {
 }
 
 // randomStacks draws count stacks of depth minDepth..maxDepth whose frames
-// come from labels labels with Zipf-skewed popularity (a few hot labels,
-// a long tail), with skewed values too.
+// come from a pool of labels with Zipf-skewed popularity (a few hot
+// labels, a long tail), with skewed values too.
 func randomStacks(seed uint64, count, labels, minDepth, maxDepth int) stackSet {
 	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	popularity := rand.NewZipf(r, 1.2, 1, uint64(labels-1))

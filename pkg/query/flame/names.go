@@ -17,7 +17,7 @@ func (n *Names) ID(label string) int32 {
 	if id, ok := n.ids[label]; ok {
 		return id
 	}
-	id := int32(len(n.labels)) //nolint:gosec // ids are dense; 2^31 distinct labels do not fit in memory
+	id := index32(len(n.labels))
 	n.labels = append(n.labels, label)
 	n.ids[label] = id
 	return id

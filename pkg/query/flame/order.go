@@ -2,6 +2,7 @@ package flame
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -20,7 +21,7 @@ const minRadixSort = 64
 func (t *Tree) sortedStacks() []int32 {
 	keys := make([]sortKey, len(t.values))
 	for i := range keys {
-		keys[i].stack = int32(i) //nolint:gosec // as many stacks do not fit in memory
+		keys[i].stack = index32(i)
 	}
 	t.sortFrom(0, keys, make([]sortKey, len(keys)))
 	order := make([]int32, len(keys))
@@ -55,7 +56,7 @@ func (t *Tree) sortFrom(depth int, keys, buf []sortKey) {
 		}
 		switch {
 		case end-start == 1:
-		case uint32(keys[start].prefix) == 0:
+		case keys[start].prefix&math.MaxUint32 == 0:
 			// The stacks end within these two labels (or hold the label
 			// that collides with an absent one): compare them whole.
 			run := keys[start:end]
@@ -73,15 +74,18 @@ func (t *Tree) sortFrom(depth int, keys, buf []sortKey) {
 // significant (each pass stable), skipping the bytes all keys share. buf
 // is scratch space as long as keys.
 func radixSort(keys, buf []sortKey) {
+	if len(keys) < 2 {
+		return
+	}
 	var counts [8][256]int
 	for _, key := range keys {
 		for b := range counts {
-			counts[b][byte(key.prefix>>(8*b))]++
+			counts[b][digit(key.prefix, b)]++
 		}
 	}
 	sorted := keys
 	for b := range counts {
-		if counts[b][byte(keys[0].prefix>>(8*b))] == len(keys) {
+		if counts[b][digit(keys[0].prefix, b)] == len(keys) {
 			continue
 		}
 		starts := &counts[b]
@@ -91,15 +95,20 @@ func radixSort(keys, buf []sortKey) {
 			next += count
 		}
 		for _, key := range sorted {
-			digit := byte(key.prefix >> (8 * b))
-			buf[starts[digit]] = key
-			starts[digit]++
+			d := digit(key.prefix, b)
+			buf[starts[d]] = key
+			starts[d]++
 		}
 		sorted, buf = buf, sorted
 	}
 	if &sorted[0] != &keys[0] {
 		copy(keys, sorted)
 	}
+}
+
+// digit is byte b of a key, the least significant first.
+func digit(prefix uint64, b int) uint64 {
+	return prefix >> (8 * b) & 0xff
 }
 
 // prefixKey packs the first two labels of a stack so that keys order like
@@ -110,7 +119,7 @@ func prefixKey(stack []int32) uint64 {
 	for i := range 2 {
 		key <<= 32
 		if i < len(stack) {
-			key |= uint64(uint32(stack[i]) ^ 1<<31) //nolint:gosec // reinterpreting the bits is the point
+			key |= uint64(uint32(stack[i]) ^ 1<<31) //nolint:gosec // reinterpreting the bits is the point: flipping the sign bit orders them like the int32
 		}
 	}
 	return key

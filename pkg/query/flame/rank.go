@@ -38,10 +38,10 @@ func (c candidate) rowsAt(cut int64) int {
 // node that stops being kept removes its own row and adds at most its
 // parent's "other" row), so a binary search finds the smallest fitting one.
 // Pyroscope's threshold, the smallest total among the limit largest (the
-// floor), keeps those limit nodes and the root: one row too many. So the
-// threshold is above the floor, where the only nodes that can be kept are
-// the ones in the min-heap of the limit largest totals, and the search runs
-// over their distinct totals.
+// floor), keeps those limit nodes and the root: at least one row too many.
+// So the threshold is above the floor, where the only nodes that can be
+// kept are the ones in the min-heap of the limit largest totals, and the
+// search runs over their distinct totals.
 //
 // Counting every node whose total reaches the threshold over-counts when
 // negative values make a child's total exceed its parent's (a child of a

@@ -1,7 +1,5 @@
 package flame
 
-import "slices"
-
 // Tree is a call tree merged by label: the children of a node are unique by
 // label.
 //
@@ -18,9 +16,10 @@ type Tree struct {
 	names *Names
 	total int64
 
-	// The stacks as added: stack i is frames[starts[i]:starts[i+1]].
-	frames []int32
-	starts []int
+	// The stacks as added. Their labels are stored in chunks, so that
+	// growing never copies them; a stack never spans two chunks.
+	chunks [][]int32
+	stacks []stackRef
 	values []int64
 
 	// Valid while sorted: the stacks in lexicographic order, the number of
@@ -32,24 +31,50 @@ type Tree struct {
 	nodes  int
 }
 
+// stackRef locates a stack's labels: chunks[chunk][start:end].
+type stackRef struct {
+	chunk, start, end int32
+}
+
+// Chunk sizes, in labels: they double from the first to the largest, so
+// that small trees stay small and large ones do not allocate too often.
+const (
+	firstChunk   = 1 << 10
+	largestChunk = 1 << 16
+)
+
 // NewTree returns an empty tree. Labels of the stacks added to it must be
 // ids from names.
 func NewTree(names *Names) *Tree {
-	return &Tree{names: names, starts: []int{0}}
+	return &Tree{names: names}
 }
 
 // Add adds a stack (labels root first) with its value; empty stacks add to
 // the root's self.
 func (t *Tree) Add(stack []int32, value int64) {
 	t.total += value
-	if len(t.frames)+len(stack) > cap(t.frames) {
-		// Double: append's growth for large slices copies more often.
-		t.frames = slices.Grow(t.frames, max(len(stack), cap(t.frames)))
-	}
-	t.frames = append(t.frames, stack...)
-	t.starts = append(t.starts, len(t.frames))
-	t.values = append(t.values, value)
+	chunk := t.chunkFor(len(stack))
+	start := len(t.chunks[chunk])
+	t.chunks[chunk] = append(t.chunks[chunk], stack...)
+	ref := stackRef{chunk: index32(chunk), start: index32(start), end: index32(start + len(stack))}
+	t.stacks = appendDoubling(t.stacks, ref)
+	t.values = appendDoubling(t.values, value)
 	t.sorted = false
+}
+
+// chunkFor returns the chunk that takes a stack of n labels, starting one
+// if the last is full.
+func (t *Tree) chunkFor(n int) int {
+	last := len(t.chunks) - 1
+	if last >= 0 && len(t.chunks[last])+n <= cap(t.chunks[last]) {
+		return last
+	}
+	size := firstChunk
+	if last >= 0 {
+		size = min(2*cap(t.chunks[last]), largestChunk)
+	}
+	t.chunks = append(t.chunks, make([]int32, 0, max(size, n)))
+	return last + 1
 }
 
 // Total is the root's value (sum of all values added).
@@ -64,7 +89,8 @@ func (t *Tree) Nodes() int {
 }
 
 func (t *Tree) stack(i int32) []int32 {
-	return t.frames[t.starts[i]:t.starts[i+1]]
+	ref := t.stacks[i]
+	return t.chunks[ref.chunk][ref.start:ref.end]
 }
 
 // sort orders the stacks for replay unless that is done already.

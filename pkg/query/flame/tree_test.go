@@ -114,14 +114,37 @@ func TestTreeIgnoresInsertionOrder(t *testing.T) {
 	require.Len(t, want, shuffled.Nodes())
 }
 
-func TestTreeGrowsIndex(t *testing.T) {
-	// Enough distinct children to grow the child index several times.
+func TestTreeWideAndDeep(t *testing.T) {
 	names := NewNames()
 	tree := NewTree(names)
+	// Many children under one node, across several chunks of labels.
 	for i := range 5000 {
-		label := names.ID(string(rune('A' + i%50)))
-		tree.Add([]int32{names.ID(string(rune(0x4e00 + i/50))), label}, 1)
+		tree.Add([]int32{names.ID("wide"), names.ID(string(rune(0x4e00 + i)))}, 1)
 	}
-	require.Equal(t, 1+100+5000, tree.Nodes())
-	require.Equal(t, int64(5000), tree.Total())
+	// A stack longer than the largest chunk gets a chunk of its own.
+	deep := make([]int32, largestChunk+10)
+	for i := range deep {
+		deep[i] = names.ID("deep")
+	}
+	tree.Add(deep, 2)
+	tree.Add([]int32{names.ID("wide")}, 3)
+	require.Equal(t, 1+1+5000+len(deep), tree.Nodes())
+	require.Equal(t, int64(5005), tree.Total())
+	got := rows(t, tree.Frame(0, ""))
+	require.Len(t, got, tree.Nodes())
+	require.Equal(t, row{1, 5003, 3, "wide"}, got[1])
+	require.Equal(t, row{int64(len(deep)), 2, 2, "deep"}, got[len(got)-1])
+}
+
+func TestTreeAddAfterFrame(t *testing.T) {
+	names := NewNames()
+	tree := NewTree(names)
+	tree.Add(ids(names, "a;b"), 1)
+	require.Equal(t, 3, tree.Nodes())
+	require.Len(t, rows(t, tree.Frame(0, "")), 3)
+	tree.Add(ids(names, "a;c"), 5)
+	tree.Add(ids(names, "d"), 1)
+	require.Equal(t, 5, tree.Nodes())
+	want := []row{{0, 7, 0, "total"}, {1, 6, 0, "a"}, {2, 5, 5, "c"}, {2, 1, 1, "b"}, {1, 1, 1, "d"}}
+	require.Equal(t, want, rows(t, tree.Frame(0, "")))
 }

@@ -1,4 +1,4 @@
-SELECT a.StackId, a.Value, s.FrameIds FROM (SELECT StackId, sum(Value) AS Value FROM (SELECT StackId, Value FROM `otel`.`otel_profile_samples` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND SpanId IN ({p2:String}) AND TraceId = {p3:String} AND Timestamp >= toDateTime({p4:Int64}) AND Timestamp < toDateTime({p5:Int64})) GROUP BY StackId) AS a LEFT JOIN (SELECT StackId, any(FrameIds) AS FrameIds FROM `otel`.`otel_profile_stacks` WHERE TenantId = {p6:String} GROUP BY StackId) AS s ON a.StackId = s.StackId
+SELECT a.StackId, a.Value, arrayStringConcat(s.FrameIds, ',') FROM (SELECT StackId, sum(Value) AS Value FROM (SELECT StackId, Value FROM `otel`.`otel_profile_samples` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND SpanId IN ({p2:String}) AND TraceId = {p3:String} AND Timestamp >= toDateTime({p4:Int64}) AND Timestamp < toDateTime({p5:Int64})) GROUP BY StackId) AS a LEFT JOIN (SELECT StackId, any(FrameIds) AS FrameIds FROM `otel`.`otel_profile_stacks` WHERE TenantId = {p6:String} GROUP BY StackId) AS s ON a.StackId = s.StackId
 -- parameters
 -- p0 = ""
 -- p1 = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"

@@ -1,0 +1,115 @@
+package plugin
+
+import (
+	"context"
+	"os"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+// benchEnv reads a positive integer knob of the query benchmarks.
+func benchEnv(b *testing.B, name string, def int) int {
+	b.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(b, err, name)
+	require.Positive(b, n, name)
+	return n
+}
+
+// BenchmarkQuery measures flame graph and top-table queries through
+// QueryData on the workload of the performance targets: one service at
+// 10k samples/s over 100 pods with 50k distinct stacks (log-uniform
+// popularity), CPU time in nanoseconds.
+//
+// The stacks, frames and series come through the real ingest (generator
+// reports); the sample rows are then synthesized in ClickHouse at 8,000
+// rows/s (10k events/s aggregated per second): FLAMEHOUSE_BENCH_MINUTES
+// minutes of raw rows (default 2, so that CI stays quick; 60 for the
+// 1-hour target), which the rollup views aggregate as usual, plus
+// FLAMEHOUSE_BENCH_HOURS hours of hourly rollup rows before them (default
+// 23, 200k rows per hour) for the 24-hour queries.
+//
+// Reported: ms per query (p50 over the runs), the data's minutes, and
+// allocated bytes per query (the plugin's memory).
+func BenchmarkQuery(b *testing.B) {
+	minutes := benchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
+	hours := benchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
+	f := newFixture(b, nil)
+	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	fillBenchData(b, f, start, minutes, hours)
+	end := start.Add(time.Duration(minutes) * time.Minute)
+	for _, bq := range []struct {
+		name     string
+		from     time.Time
+		maxNodes int
+		kind     string
+	}{
+		{"flame-1h", end.Add(-time.Hour), 16384, "profile"},
+		{"table-1h", end.Add(-time.Hour), 0, "table"},
+		{"flame-24h", end.Add(-24 * time.Hour), 16384, "profile"},
+		{"table-24h", end.Add(-24 * time.Hour), 0, "table"},
+	} {
+		b.Run(bq.name, func(b *testing.B) {
+			q := map[string]any{"queryType": bq.kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`}
+			if bq.maxNodes > 0 {
+				q["maxNodes"] = bq.maxNodes
+			}
+			var took []time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				t0 := time.Now()
+				r := f.query(b, q, bq.from, end)
+				took = append(took, time.Since(t0))
+				require.NoError(b, r.Error)
+				require.Positive(b, r.Frames[0].Rows())
+				if bq.maxNodes > 0 {
+					require.LessOrEqual(b, r.Frames[0].Rows(), bq.maxNodes)
+				}
+			}
+			sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(minutes), "raw-minutes")
+		})
+	}
+}
+
+// fillBenchData registers the workload's stacks through the ingest, then
+// synthesizes sample rows in ClickHouse.
+func fillBenchData(b *testing.B, f *fixture, start time.Time, minutes, hours int) {
+	b.Helper()
+	g := profilegen.New(profilegen.DefaultConfig())
+	for i := range 3 { // about 40k of the 50k stacks, as in an hour of real reports
+		f.send(b, g.Report(start.Add(-time.Duration(hours+1)*time.Hour+time.Duration(i)*5*time.Second)))
+	}
+	conn := chtest.Get(b).Open(b)
+	tables := f.ds.settings.schemaConfig()
+	ctx := context.Background()
+	ids := "WITH (SELECT groupArray(DISTINCT StackId) FROM " + tables.Qualified(schema.Stacks) + ") AS st, " +
+		"(SELECT groupArray(DISTINCT SeriesId) FROM " + tables.Qualified(schema.Series) + ") AS se "
+	// log-uniform stack popularity, uniform pods
+	pick := "arrayElement(st, 1 + least(length(st) - 1, toUInt64(exp(log(length(st)) * randCanonical())) - 1)) AS StackId, " +
+		"arrayElement(se, 1 + (rand() % length(se))) AS SeriesId"
+	require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.Samples)+
+		" (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, SampleAttributes) "+ids+
+		"SELECT toDateTime("+strconv.FormatInt(start.Unix(), 10)+" + intDiv(number, 8000)), '', 'checkout', '"+cpuType+"', "+pick+
+		", 10000000 * (1 + rand() % 2), map('thread.name', concat('worker-', toString(number % 16))) FROM numbers("+
+		strconv.Itoa(minutes*60*8000)+")"))
+	if hours > 0 {
+		require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.SamplesHour)+
+			" (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value) "+ids+
+			"SELECT toDateTime("+strconv.FormatInt(start.Add(-time.Duration(hours)*time.Hour).Unix(), 10)+" + 3600 * intDiv(number, 200000)), '', 'checkout', '"+
+			cpuType+"', "+pick+", 10000000 * 180 FROM numbers("+strconv.Itoa(hours*200000)+")"))
+	}
+}
