@@ -27,7 +27,7 @@ if command -v gcc >/dev/null 2>&1; then race=(-race); else echo "(no gcc: runnin
 go test -count=1 "${race[@]}" "${GO_PKGS[@]}"
 
 step "go test: short fuzz runs of the parsers (longer: see README)"
-for target in "FuzzInspect ./pkg/chembed" "FuzzConvert ./pkg/ingest/convert" "FuzzDecode ./pkg/ingest/otlpwire" "FuzzUnmarshalJSON ./pkg/ingest/receiver"; do
+for target in "FuzzInspect ./pkg/chembed" "FuzzConvert ./pkg/ingest/convert" "FuzzDecode ./pkg/ingest/otlpwire" "FuzzUnmarshalJSON ./pkg/ingest/receiver" "FuzzParse ./pkg/query/selector"; do
   set -- $target
   go test -run '^$' -fuzz "^$1\$" -fuzztime "${FUZZTIME:-10s}" "$2"
 done
