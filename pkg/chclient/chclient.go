@@ -43,6 +43,17 @@ type Config struct {
 	// CertFile and KeyFile are a client certificate for mutual TLS.
 	CertFile string `yaml:"cert_file"`
 	KeyFile  string `yaml:"key_file"`
+	// CAPEM, ClientCertPEM and ClientKeyPEM are the same as PEM text (the
+	// Grafana datasource's secure settings); they add to the files.
+	CAPEM         string        `yaml:"-"`
+	ClientCertPEM string        `yaml:"-"`
+	ClientKeyPEM  secret.String `yaml:"-"`
+	// HTTPPath is the URL path of the HTTP interface behind a proxy.
+	HTTPPath string `yaml:"-"`
+	// HTTPHeaders are sent with every HTTP request.
+	HTTPHeaders map[string]string `yaml:"-"`
+	// Settings are ClickHouse settings sent with every query.
+	Settings map[string]any `yaml:"-"`
 	// DialTimeout bounds connecting. Default 10s.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
 	// MaxOpenConns bounds concurrent connections. Default 8.
@@ -107,6 +118,11 @@ func (c *Config) Options() (*clickhouse.Options, error) {
 	}
 	if c.Protocol == ProtocolHTTP {
 		opts.Protocol = clickhouse.HTTP
+		opts.HttpUrlPath = c.HTTPPath
+		opts.HttpHeaders = c.HTTPHeaders
+	}
+	if len(c.Settings) > 0 {
+		opts.Settings = clickhouse.Settings(c.Settings)
 	}
 	if c.Secure {
 		tlsCfg, err := c.tlsConfig()
@@ -140,6 +156,21 @@ func (c *Config) tlsConfig() (*tls.Config, error) {
 			return nil, fmt.Errorf("load client certificate: %w", err)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
+	}
+	if c.CAPEM != "" {
+		if cfg.RootCAs == nil {
+			cfg.RootCAs = x509.NewCertPool()
+		}
+		if !cfg.RootCAs.AppendCertsFromPEM([]byte(c.CAPEM)) {
+			return nil, errors.New("the CA certificate is not PEM")
+		}
+	}
+	if c.ClientCertPEM != "" || c.ClientKeyPEM.Value() != "" {
+		pair, err := tls.X509KeyPair([]byte(c.ClientCertPEM), []byte(c.ClientKeyPEM.Value()))
+		if err != nil {
+			return nil, fmt.Errorf("client certificate and key: %w", err)
+		}
+		cfg.Certificates = append(cfg.Certificates, pair)
 	}
 	return cfg, nil
 }

@@ -1,7 +1,7 @@
 // Package plugin is the backend of the Flamehouse Grafana datasource: it
-// connects to ClickHouse with the datasource's settings and checks that the
-// Flamehouse schema is there. Flame graph, table and time-series queries
-// are built on this in pkg/query.
+// connects to ClickHouse with the datasource's settings, checks that the
+// Flamehouse schema is there, and answers flame graph, table and
+// time-series queries (pkg/query) and the query editor's lookups.
 package plugin
 
 import (
@@ -16,6 +16,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend/instancemgmt"
 
 	"github.com/flamehouse/flamehouse/pkg/chclient"
+	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
@@ -90,6 +91,15 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 			"Run `flamehouse migrate` against this server, or fix the profiles database and table prefix settings.",
 			strings.Join(missing, ", "), cfg.Database), nil
 	}
+	lacking, err := missingColumns(ctx, conn, cfg)
+	if err != nil {
+		return healthError("Connected, but could not list the columns of the Flamehouse tables in database %q: %v", cfg.Database, err), nil
+	}
+	if len(lacking) > 0 {
+		return healthError("Connected, but Flamehouse tables lack columns the queries read: %s. "+
+			"The schema is older or newer than this plugin: run `flamehouse migrate` with the matching Flamehouse version.",
+			strings.Join(lacking, ", ")), nil
+	}
 	return &backend.CheckHealthResult{
 		Status:  backend.HealthStatusOk,
 		Message: fmt.Sprintf("Connected to ClickHouse; Flamehouse tables found in database %q.", cfg.Database),
@@ -122,6 +132,36 @@ func missingTables(ctx context.Context, conn clickhouse.Conn, cfg schema.Config)
 	for _, t := range schema.Tables {
 		if !present[cfg.Name(t)] {
 			missing = append(missing, cfg.Name(t))
+		}
+	}
+	return missing, nil
+}
+
+// missingColumns lists table.column pairs the queries read but the
+// tables lack.
+func missingColumns(ctx context.Context, conn clickhouse.Conn, cfg schema.Config) ([]string, error) {
+	rows, err := conn.Query(ctx, "SELECT table, name FROM system.columns WHERE database = ?", cfg.Database)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	present := map[[2]string]bool{}
+	for rows.Next() {
+		var table, column string
+		if err := rows.Scan(&table, &column); err != nil {
+			return nil, err
+		}
+		present[[2]string{table, column}] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, t := range schema.Tables {
+		for _, c := range query.RequiredColumns[t] {
+			if !present[[2]string{cfg.Name(t), c}] {
+				missing = append(missing, cfg.Name(t)+"."+c)
+			}
 		}
 	}
 	return missing, nil

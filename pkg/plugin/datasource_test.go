@@ -77,6 +77,26 @@ func TestCheckHealthNamesMissingTables(t *testing.T) {
 	require.Contains(t, res.Message, "flamehouse migrate")
 }
 
+func TestCheckHealthNamesMissingColumns(t *testing.T) {
+	srv := chtest.Get(t)
+	conn := srv.Open(t)
+	db := srv.NewDatabase(t)
+	cfg := schema.DefaultConfig()
+	cfg.Database = db
+	m, err := schema.NewMigrator(cfg, conn)
+	require.NoError(t, err)
+	_, err = m.Migrate(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, conn.Exec(context.Background(), "ALTER TABLE "+cfg.Qualified(schema.Frames)+" DROP COLUMN SystemName"))
+
+	ds := instance(t, embeddedSettings(t, db), map[string]string{"password": srv.Options.Auth.Password})
+	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
+	require.NoError(t, err)
+	require.Equal(t, backend.HealthStatusError, res.Status)
+	require.Contains(t, res.Message, "otel_profile_frames.SystemName")
+	require.Contains(t, res.Message, "flamehouse migrate")
+}
+
 func TestCheckHealthUnreachableServer(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -141,4 +161,23 @@ func TestSettingsDefaultsAndPorts(t *testing.T) {
 
 	_, err = LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(`{"host":"ch","dialTimeout":"soon"}`)})
 	require.ErrorContains(t, err, "dial timeout")
+
+	st, err = LoadSettings(backend.DataSourceInstanceSettings{
+		JSONData: []byte(`{"host":"ch","protocol":"http","path":"/ch","httpHeaders":[{"name":"X-Team","value":"perf"},{"name":"X-Key","secure":true}],` +
+			`"customSettings":[{"setting":"max_threads","value":"2"}]}`),
+		DecryptedSecureJSONData: map[string]string{"secureHttpHeaders.X-Key": "k3y"},
+	})
+	require.NoError(t, err)
+	cc = st.clientConfig()
+	opts, err := cc.Options()
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"X-Team": "perf", "X-Key": "k3y"}, opts.HttpHeaders)
+	require.Equal(t, "/ch", opts.HttpUrlPath)
+	require.Equal(t, "2", opts.Settings["max_threads"])
+
+	_, err = LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(`{"host":"ch","tlsAuth":true,"tlsAuthWithCACert":true,` +
+		`"customSettings":[{"setting":"max threads; DROP","value":"1"}],"httpHeaders":[{"name":"a:b"}],"profiles":{"defaultMaxNodes":-1,"defaultProfileType":"cpu"}}`)})
+	for _, part := range []string{"client certificate", "CA certificate", "custom setting", "HTTP header", "max nodes", "default profile type"} {
+		require.ErrorContains(t, err, part)
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -38,12 +40,43 @@ type Settings struct {
 	DialTimeout string `json:"dialTimeout"`
 	// QueryTimeout in seconds; default 60.
 	QueryTimeout string `json:"queryTimeout"`
+	// TLSAuth sends a client certificate (secure tlsClientCert and
+	// tlsClientKey).
+	TLSAuth bool `json:"tlsAuth"`
+	// TLSAuthWithCACert verifies the server with secure tlsCACert.
+	TLSAuthWithCACert bool `json:"tlsAuthWithCACert"`
+	// Path is the HTTP interface's URL path (behind a proxy).
+	Path string `json:"path"`
+	// HTTPHeaders are sent with every HTTP request; secure ones take their
+	// value from secureJsonData "secureHttpHeaders.<name>".
+	HTTPHeaders []HTTPHeader `json:"httpHeaders"`
+	// CustomSettings are ClickHouse settings sent with every query.
+	CustomSettings []CustomSetting `json:"customSettings"`
 	// Profiles locates the Flamehouse tables.
 	Profiles ProfilesSettings `json:"profiles"`
 
 	// Password comes from secureJsonData.
 	Password secret.String `json:"-"`
+	// TLS material from secureJsonData.
+	TLSCACert, TLSClientCert string        `json:"-"`
+	TLSClientKey             secret.String `json:"-"`
+	secureHeaders            map[string]secret.String
 }
+
+// HTTPHeader is one configured HTTP header.
+type HTTPHeader struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Secure bool   `json:"secure"`
+}
+
+// CustomSetting is one ClickHouse setting.
+type CustomSetting struct {
+	Setting string `json:"setting"`
+	Value   string `json:"value"`
+}
+
+var settingName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // ProfilesSettings locate the Flamehouse tables and set query defaults.
 type ProfilesSettings struct {
@@ -78,6 +111,15 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 		}
 	}
 	st.Password = secret.String(s.DecryptedSecureJSONData["password"])
+	st.TLSCACert = s.DecryptedSecureJSONData["tlsCACert"]
+	st.TLSClientCert = s.DecryptedSecureJSONData["tlsClientCert"]
+	st.TLSClientKey = secret.String(s.DecryptedSecureJSONData["tlsClientKey"])
+	st.secureHeaders = map[string]secret.String{}
+	for k, v := range s.DecryptedSecureJSONData {
+		if name, ok := strings.CutPrefix(k, "secureHttpHeaders."); ok {
+			st.secureHeaders[name] = secret.String(v)
+		}
+	}
 	if st.Protocol == "" {
 		st.Protocol = chclient.ProtocolNative
 	}
@@ -100,6 +142,22 @@ func (s *Settings) validate() error {
 	}
 	if s.Port < 0 || s.Port > 65535 {
 		err = errors.Join(err, fmt.Errorf("port %d is out of range", s.Port))
+	}
+	for _, c := range s.CustomSettings {
+		if !settingName.MatchString(c.Setting) {
+			err = errors.Join(err, fmt.Errorf("custom setting name %q is not a ClickHouse setting name", c.Setting))
+		}
+	}
+	for _, h := range s.HTTPHeaders {
+		if h.Name == "" || strings.ContainsAny(h.Name, " :\r\n") {
+			err = errors.Join(err, fmt.Errorf("HTTP header name %q is not valid", h.Name))
+		}
+	}
+	if s.TLSAuth && (s.TLSClientCert == "" || s.TLSClientKey.Value() == "") {
+		err = errors.Join(err, errors.New("TLS client authentication is on but the client certificate or key is missing"))
+	}
+	if s.TLSAuthWithCACert && s.TLSCACert == "" {
+		err = errors.Join(err, errors.New("TLS with a CA certificate is on but the CA certificate is missing"))
 	}
 	if s.Profiles.DefaultMaxNodes < 0 || s.Profiles.DefaultMaxNodes > query.MaxMaxNodes {
 		err = errors.Join(err, fmt.Errorf("default max nodes %d must be between 1 and %d", s.Profiles.DefaultMaxNodes, query.MaxMaxNodes))
@@ -175,6 +233,29 @@ func (s *Settings) clientConfig() chclient.Config {
 	cfg.Secure = s.Secure
 	cfg.TLSSkipVerify = s.TLSSkipVerify
 	cfg.DialTimeout = dial
+	cfg.HTTPPath = s.Path
+	if s.TLSAuthWithCACert {
+		cfg.CAPEM = s.TLSCACert
+	}
+	if s.TLSAuth {
+		cfg.ClientCertPEM, cfg.ClientKeyPEM = s.TLSClientCert, s.TLSClientKey
+	}
+	if len(s.HTTPHeaders) > 0 {
+		cfg.HTTPHeaders = map[string]string{}
+		for _, h := range s.HTTPHeaders {
+			v := h.Value
+			if h.Secure {
+				v = s.secureHeaders[h.Name].Value()
+			}
+			cfg.HTTPHeaders[h.Name] = v
+		}
+	}
+	if len(s.CustomSettings) > 0 {
+		cfg.Settings = map[string]any{}
+		for _, c := range s.CustomSettings {
+			cfg.Settings[c.Setting] = c.Value
+		}
+	}
 	return cfg
 }
 

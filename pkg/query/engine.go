@@ -2,11 +2,11 @@ package query
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"path"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -152,35 +152,24 @@ func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool) (
 	defer rows.Close()
 	var out []stackValue
 	var ids []uint64 // one backing array for every stack's frame ids
-	var text string
+	var packed string
 	for rows.Next() {
 		var id uint64
 		var s stackValue
-		if err := rows.Scan(&id, &s.value, &text); err != nil {
+		if err := rows.Scan(&id, &s.value, &packed); err != nil {
 			return nil, nil, err
 		}
+		if len(packed)%8 != 0 {
+			return nil, nil, fmt.Errorf("stack %d: frame ids of %d bytes", id, len(packed))
+		}
 		start := len(ids)
-		if ids, err = appendFrameIDs(ids, text); err != nil {
-			return nil, nil, fmt.Errorf("stack %d: %w", id, err)
+		for i := 0; i < len(packed); i += 8 {
+			ids = append(ids, binary.LittleEndian.Uint64([]byte(packed[i:i+8])))
 		}
 		s.frames = ids[start:len(ids):len(ids)]
 		out = append(out, s)
 	}
 	return out, f, rows.Err()
-}
-
-// appendFrameIDs parses comma-separated frame ids.
-func appendFrameIDs(dst []uint64, text string) ([]uint64, error) {
-	for text != "" {
-		field, rest, _ := strings.Cut(text, ",")
-		v, err := strconv.ParseUint(field, 10, 64)
-		if err != nil {
-			return dst, fmt.Errorf("invalid frame id %q", field)
-		}
-		dst = append(dst, v)
-		text = rest
-	}
-	return dst, nil
 }
 
 // frameLabels names every frame of the stacks.
@@ -213,11 +202,12 @@ func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, labels
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var fr model.Frame
-		if err := rows.Scan(&fr.ID, &fr.FunctionName, &fr.SystemName, &fr.FileName, &fr.Line, &fr.MappingFile, &fr.Address); err != nil {
+		var id uint64
+		var label string
+		if err := rows.Scan(&id, &label); err != nil {
 			return err
 		}
-		labels[fr.ID] = FrameLabel(&fr)
+		labels[id] = label
 	}
 	return rows.Err()
 }
