@@ -192,7 +192,16 @@ func TestFlameGraphAndTableMatchWhatWasIngested(t *testing.T) {
 	}
 	require.Equal(t, wantSum, leafSelf, "self values add up to the total")
 
-	table := requireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": cpuType}, from, to))[0]
+	// Without a service the frames are looked up by id, with one all of the
+	// service's frames are read: both name the same functions.
+	for _, sel := range []string{`{}`, `{service_name="checkout"}`} {
+		table := requireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": sel}, from, to))[0]
+		requireTable(t, table, wantSelf, wantTotal)
+	}
+}
+
+func requireTable(t *testing.T, table *data.Frame, wantSelf, wantTotal map[string]int64) {
+	t.Helper()
 	gotSelf, gotTotal := map[string]int64{}, map[string]int64{}
 	for i := range table.Rows() {
 		label, _ := table.Fields[0].ConcreteAt(i)

@@ -26,8 +26,12 @@ type Engine struct {
 }
 
 // framesPerLookup bounds the frame ids of one lookup (they travel as a
-// parameter in the request line).
-const framesPerLookup = 10000
+// parameter in the request line); past framesByService frames of known
+// services, all of the services' frames are read instead.
+const (
+	framesPerLookup = 10000
+	framesByService = 1000
+)
 
 // Run answers a request with its frames.
 func (e *Engine) Run(ctx context.Context, r *Request) (data.Frames, error) {
@@ -184,8 +188,13 @@ func (e *Engine) frameLabels(ctx context.Context, f *filter, stacks []stackValue
 			}
 		}
 	}
-	slices.Sort(ids)
 	labels := make(map[uint64]string, len(ids))
+	if len(f.services) > 0 && len(ids) > framesByService {
+		// Many frames of known services: all of the services' frames in one
+		// lookup cost less than the ids in chunks.
+		return labels, e.loadFrames(ctx, f, nil, labels)
+	}
+	slices.Sort(ids)
 	for chunk := range slices.Chunk(ids, framesPerLookup) {
 		if err := e.loadFrames(ctx, f, chunk, labels); err != nil {
 			return nil, err

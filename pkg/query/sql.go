@@ -287,11 +287,15 @@ func stacksSQL(p *params, tables schema.Config, tenant string, f *filter, segs [
 const frameLabelSQL = "multiIf(FunctionName != '', FunctionName, SystemName != '', SystemName, " +
 	"MappingFile != '', concat('[', basename(MappingFile), ']'), FileName != '', FileName, concat('0x', lower(hex(Address))))"
 
-// framesSQL names frames by id (a frame may come back more than once: one
-// row per day it was seen).
+// framesSQL names frames by id, or all frames of the filter's services
+// when ids is nil (a frame may come back more than once: one row per day
+// it was seen).
 func framesSQL(p *params, tables schema.Config, tenant string, f *filter, ids []uint64) string {
-	return "SELECT FrameId, " + frameLabelSQL + " FROM " + tables.Qualified(schema.Frames) + " WHERE TenantId = " + p.str(tenant) +
-		servicesCond(p, f) + " AND FrameId IN " + p.u64s(ids)
+	q := "SELECT FrameId, " + frameLabelSQL + " FROM " + tables.Qualified(schema.Frames) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f)
+	if ids != nil {
+		q += " AND FrameId IN " + p.u64s(ids)
+	}
+	return q
 }
 
 // groupExprs renders the time-series group-by labels: service_name from
