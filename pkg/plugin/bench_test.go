@@ -39,16 +39,19 @@ func benchEnv(b *testing.B, name string, def int) int {
 // minutes of raw rows (default 2, so that CI stays quick; 60 for the
 // 1-hour target), which the rollup views aggregate as usual, plus
 // FLAMEHOUSE_BENCH_HOURS hours of hourly rollup rows before them (default
-// 23, 200k rows per hour) for the 24-hour queries.
+// 23, 200k rows per hour; 167 for the 7-day target) for the 24-hour and
+// 7-day queries. FLAMEHOUSE_BENCH_RATE multiplies the rows per second and
+// per hour (2: the doubled ingest rate of the targets).
 //
 // Reported: ms per query (p50 over the runs), the data's minutes, and
 // allocated bytes per query (the plugin's memory).
 func BenchmarkQuery(b *testing.B) {
 	minutes := benchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
 	hours := benchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
+	rate := benchEnv(b, "FLAMEHOUSE_BENCH_RATE", 1)
 	f := newFixture(b, nil)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
-	fillBenchData(b, f, start, minutes, hours)
+	fillBenchData(b, f, start, minutes, hours, rate)
 	end := start.Add(time.Duration(minutes) * time.Minute)
 	for _, bq := range []struct {
 		name     string
@@ -60,6 +63,7 @@ func BenchmarkQuery(b *testing.B) {
 		{"table-1h", end.Add(-time.Hour), 0, "table"},
 		{"flame-24h", end.Add(-24 * time.Hour), 16384, "profile"},
 		{"table-24h", end.Add(-24 * time.Hour), 0, "table"},
+		{"flame-7d", end.Add(-7 * 24 * time.Hour), 16384, "profile"},
 	} {
 		b.Run(bq.name, func(b *testing.B) {
 			q := map[string]any{"queryType": bq.kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`}
@@ -81,13 +85,15 @@ func BenchmarkQuery(b *testing.B) {
 			sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(minutes), "raw-minutes")
+			b.ReportMetric(float64(hours), "rollup-hours")
+			b.ReportMetric(float64(rate), "rate-factor")
 		})
 	}
 }
 
 // fillBenchData registers the workload's stacks through the ingest, then
 // synthesizes sample rows in ClickHouse.
-func fillBenchData(b *testing.B, f *fixture, start time.Time, minutes, hours int) {
+func fillBenchData(b *testing.B, f *fixture, start time.Time, minutes, hours, rate int) {
 	b.Helper()
 	g := profilegen.New(profilegen.DefaultConfig())
 	for i := range 3 { // about 40k of the 50k stacks, as in an hour of real reports
@@ -103,13 +109,13 @@ func fillBenchData(b *testing.B, f *fixture, start time.Time, minutes, hours int
 		"arrayElement(se, 1 + (rand() % length(se))) AS SeriesId"
 	require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.Samples)+
 		" (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, SampleAttributes) "+ids+
-		"SELECT toDateTime("+strconv.FormatInt(start.Unix(), 10)+" + intDiv(number, 8000)), '', 'checkout', '"+cpuType+"', "+pick+
+		"SELECT toDateTime("+strconv.FormatInt(start.Unix(), 10)+" + intDiv(number, "+strconv.Itoa(8000*rate)+")), '', 'checkout', '"+cpuType+"', "+pick+
 		", 10000000 * (1 + rand() % 2), map('thread.name', concat('worker-', toString(number % 16))) FROM numbers("+
-		strconv.Itoa(minutes*60*8000)+")"))
+		strconv.Itoa(minutes*60*8000*rate)+")"))
 	if hours > 0 {
 		require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.SamplesHour)+
 			" (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value) "+ids+
-			"SELECT toDateTime("+strconv.FormatInt(start.Add(-time.Duration(hours)*time.Hour).Unix(), 10)+" + 3600 * intDiv(number, 200000)), '', 'checkout', '"+
-			cpuType+"', "+pick+", 10000000 * 180 FROM numbers("+strconv.Itoa(hours*200000)+")"))
+			"SELECT toDateTime("+strconv.FormatInt(start.Add(-time.Duration(hours)*time.Hour).Unix(), 10)+" + 3600 * intDiv(number, "+strconv.Itoa(200000*rate)+")), '', 'checkout', '"+
+			cpuType+"', "+pick+", 10000000 * 180 FROM numbers("+strconv.Itoa(hours*200000*rate)+")"))
 	}
 }

@@ -192,10 +192,11 @@ type segment struct {
 }
 
 // Thresholds for reading rollups: a range shorter than these reads the
-// finer table whole.
+// finer table whole (it holds no whole bucket). A rollup row sums the
+// rows of its bucket, so reading it is never more work.
 const (
-	minuteRollupAfter = 15 * 60
-	hourRollupAfter   = 6 * 3600
+	minuteRollupAfter = 60
+	hourRollupAfter   = 3600
 )
 
 // plan splits [from, to) into segments: whole hours from the hourly

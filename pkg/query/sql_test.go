@@ -27,13 +27,19 @@ func TestPlanReadsWholeHoursAndMinutesFromRollups(t *testing.T) {
 		align    int64
 		want     []segment
 	}{
-		{"short range: raw", base + 10, base + 10*m, false, 1, []segment{{schema.Samples, base + 10, base + 10*m}}},
+		{"under a minute: raw", base + 10, base + 50, false, 1, []segment{{schema.Samples, base + 10, base + 50}}},
+		{"ten minutes: minutes and raw edges", base + 10, base + 10*m, false, 1, []segment{
+			{schema.Samples, base + 10, base + m}, {schema.SamplesMinute, base + m, base + 10*m},
+		}},
 		{"per-sample filter: raw", base, base + 24*h, true, 1, []segment{{schema.Samples, base, base + 24*h}}},
-		{"an hour: minutes and raw edges", base + 10, base + h + 20, false, 1, []segment{
+		{"an hour, not aligned: minutes and raw edges", base + 10, base + h + 20, false, 1, []segment{
 			{schema.Samples, base + 10, base + m}, {schema.SamplesMinute, base + m, base + h}, {schema.Samples, base + h, base + h + 20},
 		}},
-		{"a day: hours, short raw edges", base - 5*m - 7, base + 24*h + 3*m + 9, false, 1, []segment{
-			{schema.Samples, base - 5*m - 7, base}, {schema.SamplesHour, base, base + 24*h}, {schema.Samples, base + 24*h, base + 24*h + 3*m + 9},
+		{"an aligned hour: the hourly rollup", base, base + h, false, 1, []segment{{schema.SamplesHour, base, base + h}}},
+		{"a day: hours, short edges", base - 5*m - 7, base + 24*h + 3*m + 9, false, 1, []segment{
+			{schema.Samples, base - 5*m - 7, base - 5*m}, {schema.SamplesMinute, base - 5*m, base},
+			{schema.SamplesHour, base, base + 24*h},
+			{schema.SamplesMinute, base + 24*h, base + 24*h + 3*m}, {schema.Samples, base + 24*h + 3*m, base + 24*h + 3*m + 9},
 		}},
 		{"a day: hours, minutes, raw edges", base - 50*m - 7, base + 24*h + 30*m + 9, false, 1, []segment{
 			{schema.Samples, base - 50*m - 7, base - 50*m},
