@@ -37,9 +37,11 @@ func TestPlanReadsWholeHoursAndMinutesFromRollups(t *testing.T) {
 		}},
 		{"an aligned hour: the hourly rollup", base, base + h, false, 1, []segment{{schema.SamplesHour, base, base + h}}},
 		{"a day: hours, short edges", base - 5*m - 7, base + 24*h + 3*m + 9, false, 1, []segment{
-			{schema.Samples, base - 5*m - 7, base - 5*m}, {schema.SamplesMinute, base - 5*m, base},
+			{schema.Samples, base - 5*m - 7, base - 5*m},
+			{schema.SamplesMinute, base - 5*m, base},
 			{schema.SamplesHour, base, base + 24*h},
-			{schema.SamplesMinute, base + 24*h, base + 24*h + 3*m}, {schema.Samples, base + 24*h + 3*m, base + 24*h + 3*m + 9},
+			{schema.SamplesMinute, base + 24*h, base + 24*h + 3*m},
+			{schema.Samples, base + 24*h + 3*m, base + 24*h + 3*m + 9},
 		}},
 		{"a day: hours, minutes, raw edges", base - 50*m - 7, base + 24*h + 30*m + 9, false, 1, []segment{
 			{schema.Samples, base - 50*m - 7, base - 50*m},
