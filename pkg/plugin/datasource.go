@@ -33,14 +33,23 @@ type Datasource struct {
 
 	mu   sync.Mutex
 	conn clickhouse.Conn
+	// symbols caches stacks and frame labels across queries.
+	symbols *query.Symbols
 }
+
+// Bounds of the symbol cache: 4M frame ids of stacks (32 MB) and 1M frame
+// labels.
+const (
+	cachedFrameIDs = 4 << 20
+	cachedLabels   = 1 << 20
+)
 
 // NewDatasource creates a datasource instance. Invalid settings do not
 // fail here: CheckHealth and queries report them, so that the user sees
 // what to fix.
 func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (instancemgmt.Instance, error) {
 	st, err := LoadSettings(s)
-	return &Datasource{settings: st, settingsErr: err}, nil
+	return &Datasource{settings: st, settingsErr: err, symbols: query.NewSymbols(cachedFrameIDs, cachedLabels)}, nil
 }
 
 // Dispose closes the ClickHouse connection when Grafana replaces the instance.

@@ -65,7 +65,7 @@ func (d *Datasource) engine() (*query.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &query.Engine{Conn: conn, Tables: d.settings.schemaConfig(), Tenant: d.settings.Profiles.Tenant}, nil
+	return &query.Engine{Conn: conn, Tables: d.settings.schemaConfig(), Tenant: d.settings.Profiles.Tenant, Symbols: d.symbols}, nil
 }
 
 // queryContext carries the ClickHouse settings of the datasource's

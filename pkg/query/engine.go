@@ -23,6 +23,8 @@ type Engine struct {
 	Tables schema.Config
 	// Tenant is the tenant whose rows the datasource reads.
 	Tenant string
+	// Symbols caches stacks and frame labels across queries (nil: none).
+	Symbols *Symbols
 }
 
 // framesPerLookup bounds the frame ids of one lookup (they travel as a
@@ -144,66 +146,150 @@ func resolve(path []int32, frames []uint64, ids map[uint64]int32, names *flame.N
 	return path
 }
 
-// stacks sums the request's values per stack.
+// symbols is the engine's cache, or a fresh one for this query.
+func (e *Engine) symbols() *Symbols {
+	if e.Symbols != nil {
+		return e.Symbols
+	}
+	return NewSymbols(1<<62, 1<<62)
+}
+
+// stacks sums the request's values per stack and resolves each stack's
+// frame ids (cached ones from the cache).
 func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool) ([]stackValue, *filter, error) {
 	var p params
 	f := buildFilter(&p, e.Tables, e.Tenant, r, keys)
 	segs := plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1)
-	rows, err := e.Conn.Query(ctx, stacksSQL(&p, e.Tables, e.Tenant, f, segs), p.args...)
+	rows, err := e.Conn.Query(ctx, sumsSQL(&p, e.Tables, f, segs), p.args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sum samples per stack: %w", err)
 	}
 	defer rows.Close()
-	var out []stackValue
-	var ids []uint64 // one backing array for every stack's frame ids
-	var packed string
+	var ids []uint64
+	var values []int64
 	for rows.Next() {
 		var id uint64
-		var s stackValue
-		if err := rows.Scan(&id, &s.value, &packed); err != nil {
+		var v int64
+		if err := rows.Scan(&id, &v); err != nil {
 			return nil, nil, err
 		}
-		if len(packed)%8 != 0 {
-			return nil, nil, fmt.Errorf("stack %d: frame ids of %d bytes", id, len(packed))
-		}
-		start := len(ids)
-		for i := 0; i < len(packed); i += 8 {
-			ids = append(ids, binary.LittleEndian.Uint64([]byte(packed[i:i+8])))
-		}
-		s.frames = ids[start:len(ids):len(ids)]
-		out = append(out, s)
+		ids, values = append(ids, id), append(values, v)
 	}
-	return out, f, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	sym := e.symbols()
+	frames, err := e.stackFrames(ctx, f, ids, sym)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]stackValue, len(ids))
+	for i, id := range ids {
+		out[i] = stackValue{value: values[i], frames: frames[id]}
+	}
+	return out, f, nil
+}
+
+// stackFrames finds the frame ids of stacks: cached, else from the stacks
+// table (by id, or all stacks of known services when many are missing).
+func (e *Engine) stackFrames(ctx context.Context, f *filter, ids []uint64, sym *Symbols) (map[uint64][]uint64, error) {
+	out := make(map[uint64][]uint64, len(ids))
+	var missing []uint64
+	for _, id := range ids {
+		if fr, ok := sym.stack(e.Tenant, id); ok {
+			out[id] = fr
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	load := func(chunk []uint64) error {
+		var p params
+		rows, err := e.Conn.Query(ctx, stacksSQL(&p, e.Tables, e.Tenant, f, chunk), p.args...)
+		if err != nil {
+			return fmt.Errorf("load stacks: %w", err)
+		}
+		defer rows.Close()
+		var packed string
+		for rows.Next() {
+			var id uint64
+			if err := rows.Scan(&id, &packed); err != nil {
+				return err
+			}
+			frames, err := unpackFrameIDs(packed)
+			if err != nil {
+				return fmt.Errorf("stack %d: %w", id, err)
+			}
+			sym.addStack(e.Tenant, id, frames)
+			out[id] = frames
+		}
+		return rows.Err()
+	}
+	if len(f.services) > 0 && len(missing) > framesByService {
+		return out, load(nil)
+	}
+	slices.Sort(missing)
+	for chunk := range slices.Chunk(missing, framesPerLookup) {
+		if err := load(chunk); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// unpackFrameIDs decodes 8 little-endian bytes per frame id.
+func unpackFrameIDs(packed string) ([]uint64, error) {
+	if len(packed)%8 != 0 {
+		return nil, fmt.Errorf("frame ids of %d bytes", len(packed))
+	}
+	out := make([]uint64, len(packed)/8)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64([]byte(packed[8*i : 8*i+8]))
+	}
+	return out, nil
 }
 
 // frameLabels names every frame of the stacks.
 func (e *Engine) frameLabels(ctx context.Context, f *filter, stacks []stackValue) (map[uint64]string, error) {
-	seen := map[uint64]bool{}
-	var ids []uint64
+	sym := e.symbols()
+	labels := map[uint64]string{}
+	var missing []uint64
 	for _, s := range stacks {
 		for _, id := range s.frames {
-			if !seen[id] {
-				seen[id] = true
-				ids = append(ids, id)
+			if _, done := labels[id]; done {
+				continue
 			}
+			if l, ok := sym.label(e.Tenant, id); ok {
+				labels[id] = l
+				continue
+			}
+			labels[id] = "" // placeholder until loaded
+			missing = append(missing, id)
 		}
 	}
-	labels := make(map[uint64]string, len(ids))
-	if len(f.services) > 0 && len(ids) > framesByService {
+	for _, id := range missing {
+		delete(labels, id)
+	}
+	if len(missing) == 0 {
+		return labels, nil
+	}
+	if len(f.services) > 0 && len(missing) > framesByService {
 		// Many frames of known services: all of the services' frames in one
 		// lookup cost less than the ids in chunks.
-		return labels, e.loadFrames(ctx, f, nil, labels)
+		return labels, e.loadFrames(ctx, f, nil, labels, sym)
 	}
-	slices.Sort(ids)
-	for chunk := range slices.Chunk(ids, framesPerLookup) {
-		if err := e.loadFrames(ctx, f, chunk, labels); err != nil {
+	slices.Sort(missing)
+	for chunk := range slices.Chunk(missing, framesPerLookup) {
+		if err := e.loadFrames(ctx, f, chunk, labels, sym); err != nil {
 			return nil, err
 		}
 	}
 	return labels, nil
 }
 
-func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, labels map[uint64]string) error {
+func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, labels map[uint64]string, sym *Symbols) error {
 	var p params
 	rows, err := e.Conn.Query(ctx, framesSQL(&p, e.Tables, e.Tenant, f, ids), p.args...)
 	if err != nil {
@@ -217,6 +303,7 @@ func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, labels
 			return err
 		}
 		labels[id] = label
+		sym.addLabel(e.Tenant, id, label)
 	}
 	return rows.Err()
 }

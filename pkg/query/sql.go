@@ -273,15 +273,23 @@ func servicesCond(p *params, f *filter) string {
 	return " AND ServiceName IN (" + strings.Join(names, ", ") + ")"
 }
 
-// stacksSQL sums values per stack and joins each stack's frame ids.
-func stacksSQL(p *params, tables schema.Config, tenant string, f *filter, segs []segment) string {
-	// Frame ids travel as one binary string per stack, 8 little-endian
-	// bytes each: scanning an Array column through clickhouse-go costs a
-	// reflective append per element.
-	return "SELECT a.StackId, a.Value, arrayStringConcat(arrayMap(x -> rightPad(reinterpretAsString(x), 8, char(0)), s.FrameIds)) FROM (SELECT StackId, sum(Value) AS Value FROM (" +
-		union(p, tables, f, segs, "StackId, Value") + ") GROUP BY StackId) AS a LEFT JOIN (SELECT StackId, any(FrameIds) AS FrameIds FROM " +
-		tables.Qualified(schema.Stacks) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f) +
-		" GROUP BY StackId) AS s ON a.StackId = s.StackId"
+// sumsSQL sums values per stack.
+func sumsSQL(p *params, tables schema.Config, f *filter, segs []segment) string {
+	return "SELECT StackId, sum(Value) FROM (" + union(p, tables, f, segs, "StackId, Value") + ") GROUP BY StackId"
+}
+
+// stacksSQL loads stacks' frame ids by id, or all stacks of the filter's
+// services when ids is nil. Frame ids travel as one binary string per
+// stack, 8 little-endian bytes each: scanning an Array column through
+// clickhouse-go costs a reflective append per element. A stack may come
+// back more than once (one row per day it was seen).
+func stacksSQL(p *params, tables schema.Config, tenant string, f *filter, ids []uint64) string {
+	q := "SELECT StackId, arrayStringConcat(arrayMap(x -> rightPad(reinterpretAsString(x), 8, char(0)), FrameIds)) FROM " +
+		tables.Qualified(schema.Stacks) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f)
+	if ids != nil {
+		q += " AND StackId IN " + p.u64s(ids)
+	}
+	return q
 }
 
 // frameLabelSQL names a frame at function granularity (see FrameLabel).

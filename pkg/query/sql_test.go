@@ -104,17 +104,17 @@ func TestGeneratedSQL(t *testing.T) {
 			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\", k8s_pod_name=~\"web-.*\", thread_name!=\"gc\", \"deployment.environment\"=\"prod\"}"}`,
 				from.Add(time.Hour))
 			f := buildFilter(p, tables, "acme", r, sampleKeys)
-			return stacksSQL(p, tables, "acme", f, plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1))
 		}},
 		{"flame_24h_span.sql", func(p *params) string {
 			r := parse(`{"profileTypeId":"`+cpu+`","spanSelector":["00F067AA0BA902B7"],"traceId":"4BF92F3577B34DA6A3CE929D0E0E4736"}`, from.Add(24*time.Hour))
 			f := buildFilter(p, tables, "", r, nil)
-			return stacksSQL(p, tables, "", f, plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1))
 		}},
 		{"flame_24h_rollups.sql", func(p *params) string {
 			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}"}`, from.Add(24*time.Hour))
 			f := buildFilter(p, tables, "", r, nil)
-			return stacksSQL(p, tables, "", f, plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1))
 		}},
 		{"series_groupby.sql", func(p *params) string {
 			r := parse(`{"queryType":"metrics","profileTypeId":"`+cpu+`","groupBy":["service_name","k8s_pod_name","thread_name"]}`, from.Add(3*time.Hour))
@@ -122,6 +122,9 @@ func TestGeneratedSQL(t *testing.T) {
 			groups, cols, raw := groupExprs(p, r.GroupBy, sampleKeys)
 			step := int64(r.Step / time.Second)
 			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.needsRaw || raw, step), step, groups, cols, raw)
+		}},
+		{"stacks.sql", func(p *params) string {
+			return stacksSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2})
 		}},
 		{"frames.sql", func(p *params) string {
 			return framesSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2})
@@ -147,7 +150,7 @@ func TestUserTextNeverReachesTheSQL(t *testing.T) {
 		r.Matchers = mustParse(t, `{service_name=`+quote(e)+`, `+quote(e)+`=`+quote(e)+`, k8s_pod_name!=`+quote(e)+`}`)
 		f := buildFilter(&p, tables, e, r, map[string]bool{e: true})
 		groups, cols, raw := groupExprs(&p, r.GroupBy, map[string]bool{e: true})
-		q := stacksSQL(&p, tables, e, f, plan(0, 100_000, false, 1)) +
+		q := sumsSQL(&p, tables, f, plan(0, 100_000, false, 1)) + stacksSQL(&p, tables, e, f, nil) + framesSQL(&p, tables, e, f, nil) +
 			seriesSQL(&p, tables, e, f, plan(0, 100_000, raw, 60), 60, groups, cols, raw)
 		require.NotContains(t, q, e, "user text travels as parameters only")
 	}

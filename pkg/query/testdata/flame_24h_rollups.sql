@@ -1,7 +1,7 @@
-SELECT a.StackId, a.Value, arrayStringConcat(arrayMap(x -> rightPad(reinterpretAsString(x), 8, char(0)), s.FrameIds)) FROM (SELECT StackId, sum(Value) AS Value FROM (SELECT StackId, Value FROM `otel`.`otel_profile_samples` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND ServiceName = {p2:String} AND Timestamp >= toDateTime({p3:Int64}) AND Timestamp < toDateTime({p4:Int64})
+SELECT StackId, sum(Value) FROM (SELECT StackId, Value FROM `otel`.`otel_profile_samples` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND ServiceName = {p2:String} AND Timestamp >= toDateTime({p3:Int64}) AND Timestamp < toDateTime({p4:Int64})
 UNION ALL SELECT StackId, Value FROM `otel`.`otel_profile_samples_1h` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND ServiceName = {p2:String} AND Timestamp >= toDateTime({p5:Int64}) AND Timestamp < toDateTime({p6:Int64})
 UNION ALL SELECT StackId, Value FROM `otel`.`otel_profile_samples_1m` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND ServiceName = {p2:String} AND Timestamp >= toDateTime({p7:Int64}) AND Timestamp < toDateTime({p8:Int64})
-UNION ALL SELECT StackId, Value FROM `otel`.`otel_profile_samples` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND ServiceName = {p2:String} AND Timestamp >= toDateTime({p9:Int64}) AND Timestamp < toDateTime({p10:Int64})) GROUP BY StackId) AS a LEFT JOIN (SELECT StackId, any(FrameIds) AS FrameIds FROM `otel`.`otel_profile_stacks` WHERE TenantId = {p11:String} AND ServiceName IN ({p12:String}) GROUP BY StackId) AS s ON a.StackId = s.StackId
+UNION ALL SELECT StackId, Value FROM `otel`.`otel_profile_samples` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND ServiceName = {p2:String} AND Timestamp >= toDateTime({p9:Int64}) AND Timestamp < toDateTime({p10:Int64})) GROUP BY StackId
 -- parameters
 -- p0 = ""
 -- p1 = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
@@ -14,5 +14,3 @@ UNION ALL SELECT StackId, Value FROM `otel`.`otel_profile_samples` WHERE TenantI
 -- p8 = "1795255140"
 -- p9 = "1795255140"
 -- p10 = "1795255170"
--- p11 = ""
--- p12 = "checkout"

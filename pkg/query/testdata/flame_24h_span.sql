@@ -1,4 +1,4 @@
-SELECT a.StackId, a.Value, arrayStringConcat(arrayMap(x -> rightPad(reinterpretAsString(x), 8, char(0)), s.FrameIds)) FROM (SELECT StackId, sum(Value) AS Value FROM (SELECT StackId, Value FROM `otel`.`otel_profile_samples` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND SpanId IN ({p2:String}) AND TraceId = {p3:String} AND Timestamp >= toDateTime({p4:Int64}) AND Timestamp < toDateTime({p5:Int64})) GROUP BY StackId) AS a LEFT JOIN (SELECT StackId, any(FrameIds) AS FrameIds FROM `otel`.`otel_profile_stacks` WHERE TenantId = {p6:String} GROUP BY StackId) AS s ON a.StackId = s.StackId
+SELECT StackId, sum(Value) FROM (SELECT StackId, Value FROM `otel`.`otel_profile_samples` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND SpanId IN ({p2:String}) AND TraceId = {p3:String} AND Timestamp >= toDateTime({p4:Int64}) AND Timestamp < toDateTime({p5:Int64})) GROUP BY StackId
 -- parameters
 -- p0 = ""
 -- p1 = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
@@ -6,4 +6,3 @@ SELECT a.StackId, a.Value, arrayStringConcat(arrayMap(x -> rightPad(reinterpretA
 -- p3 = "4bf92f3577b34da6a3ce929d0e0e4736"
 -- p4 = "1795168710"
 -- p5 = "1795255230"
--- p6 = ""
