@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -126,16 +127,32 @@ func expectedTop(b *model.Batch, keep func(*model.Sample) bool) (self, total map
 		if len(ids) == 0 {
 			continue
 		}
-		self[query.FrameLabel(frames[ids[len(ids)-1]])] += s.Value
+		self[functionLabel(frames[ids[len(ids)-1]])] += s.Value
 		seen := map[string]bool{}
 		for _, id := range ids {
-			if l := query.FrameLabel(frames[id]); !seen[l] {
+			if l := functionLabel(frames[id]); !seen[l] {
 				seen[l] = true
 				total[l] += s.Value
 			}
 		}
 	}
 	return self, total, sum
+}
+
+// functionLabel is the label the datasource gives a frame (query's
+// frameLabelSQL), written independently as the tests' oracle.
+func functionLabel(f *model.Frame) string {
+	switch {
+	case f.FunctionName != "":
+		return f.FunctionName
+	case f.SystemName != "":
+		return f.SystemName
+	case f.MappingFile != "":
+		return "[" + path.Base(f.MappingFile) + "]"
+	case f.FileName != "":
+		return f.FileName
+	}
+	return "0x" + strconv.FormatUint(f.Address, 16)
 }
 
 func cpuOnly(s *model.Sample) bool { return s.Meta.ProfileType == cpuType }

@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"path"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
-	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/query/flame"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
@@ -348,22 +345,4 @@ func ceilSecond(t time.Time) int64 {
 		return t.Unix() + 1
 	}
 	return t.Unix()
-}
-
-// FrameLabel names a frame at function granularity, as pprof -top does:
-// the function name, else its system name, else, for unsymbolized code,
-// the mapped file's base name in brackets ("[libc.so.6]"), else the file,
-// else the address.
-func FrameLabel(f *model.Frame) string {
-	switch {
-	case f.FunctionName != "":
-		return f.FunctionName
-	case f.SystemName != "":
-		return f.SystemName
-	case f.MappingFile != "":
-		return "[" + path.Base(f.MappingFile) + "]"
-	case f.FileName != "":
-		return f.FileName
-	}
-	return "0x" + strconv.FormatUint(f.Address, 16)
 }

@@ -292,7 +292,10 @@ func stacksSQL(p *params, tables schema.Config, tenant string, f *filter, ids []
 	return q
 }
 
-// frameLabelSQL names a frame at function granularity (see FrameLabel).
+// frameLabelSQL names a frame at function granularity, as pprof -top does:
+// the function name, else its system name, else, for unsymbolized code,
+// the mapped file's base name in brackets ("[libc.so.6]"), else the file,
+// else the address.
 const frameLabelSQL = "multiIf(FunctionName != '', FunctionName, SystemName != '', SystemName, " +
 	"MappingFile != '', concat('[', basename(MappingFile), ']'), FileName != '', FileName, concat('0x', lower(hex(Address))))"
 
