@@ -24,12 +24,12 @@ type Engine struct {
 	Symbols *Symbols
 }
 
-// framesPerLookup bounds the frame ids of one lookup (they travel as a
-// parameter in the request line); past framesByService frames of known
-// services, all of the services' frames are read instead.
+// idsPerLookup bounds the stack or frame ids of one lookup (they travel as
+// a parameter in the request line); past byServiceAbove missing ids of
+// known services, all of the services' stacks or frames are read instead.
 const (
-	framesPerLookup = 10000
-	framesByService = 1000
+	idsPerLookup   = 10000
+	byServiceAbove = 1000
 )
 
 // Run answers a request with its frames.
@@ -100,11 +100,12 @@ type stackValue struct {
 
 // stacksFrame answers a profile or table query.
 func (e *Engine) stacksFrame(ctx context.Context, r *Request, keys map[string]bool) (*data.Frame, error) {
-	stacks, f, err := e.stacks(ctx, r, keys)
+	sym := e.symbols()
+	stacks, f, err := e.stacks(ctx, r, keys, sym)
 	if err != nil {
 		return nil, err
 	}
-	labels, err := e.frameLabels(ctx, f, stacks)
+	labels, err := e.frameLabels(ctx, f, stacks, sym)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +154,7 @@ func (e *Engine) symbols() *Symbols {
 
 // stacks sums the request's values per stack and resolves each stack's
 // frame ids (cached ones from the cache).
-func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool) ([]stackValue, *filter, error) {
+func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, sym *Symbols) ([]stackValue, *filter, error) {
 	var p params
 	f := buildFilter(&p, e.Tables, e.Tenant, r, keys)
 	segs := plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1)
@@ -175,7 +176,6 @@ func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool) (
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
-	sym := e.symbols()
 	frames, err := e.stackFrames(ctx, f, ids, sym)
 	if err != nil {
 		return nil, nil, err
@@ -199,10 +199,7 @@ func (e *Engine) stackFrames(ctx context.Context, f *filter, ids []uint64, sym *
 			missing = append(missing, id)
 		}
 	}
-	if len(missing) == 0 {
-		return out, nil
-	}
-	load := func(chunk []uint64) error {
+	return out, lookup(f, missing, func(chunk []uint64) error {
 		var p params
 		rows, err := e.Conn.Query(ctx, stacksSQL(&p, e.Tables, e.Tenant, f, chunk), p.args...)
 		if err != nil {
@@ -223,17 +220,26 @@ func (e *Engine) stackFrames(ctx context.Context, f *filter, ids []uint64, sym *
 			out[id] = frames
 		}
 		return rows.Err()
-	}
-	if len(f.services) > 0 && len(missing) > framesByService {
-		return out, load(nil)
+	})
+}
+
+// lookup loads the symbols of missing ids: all symbols of the filter's
+// services in one query when there are many (load(nil)), else the ids in
+// chunks that fit a query parameter.
+func lookup(f *filter, missing []uint64, load func(ids []uint64) error) error {
+	switch {
+	case len(missing) == 0:
+		return nil
+	case len(f.services) > 0 && len(missing) > byServiceAbove:
+		return load(nil)
 	}
 	slices.Sort(missing)
-	for chunk := range slices.Chunk(missing, framesPerLookup) {
+	for chunk := range slices.Chunk(missing, idsPerLookup) {
 		if err := load(chunk); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // unpackFrameIDs decodes 8 little-endian bytes per frame id.
@@ -249,41 +255,26 @@ func unpackFrameIDs(packed string) ([]uint64, error) {
 }
 
 // frameLabels names every frame of the stacks.
-func (e *Engine) frameLabels(ctx context.Context, f *filter, stacks []stackValue) (map[uint64]string, error) {
-	sym := e.symbols()
+func (e *Engine) frameLabels(ctx context.Context, f *filter, stacks []stackValue, sym *Symbols) (map[uint64]string, error) {
 	labels := map[uint64]string{}
+	wanted := map[uint64]bool{}
 	var missing []uint64
 	for _, s := range stacks {
 		for _, id := range s.frames {
-			if _, done := labels[id]; done {
+			if wanted[id] {
 				continue
 			}
+			wanted[id] = true
 			if l, ok := sym.label(e.Tenant, id); ok {
 				labels[id] = l
-				continue
+			} else {
+				missing = append(missing, id)
 			}
-			labels[id] = "" // placeholder until loaded
-			missing = append(missing, id)
 		}
 	}
-	for _, id := range missing {
-		delete(labels, id)
-	}
-	if len(missing) == 0 {
-		return labels, nil
-	}
-	if len(f.services) > 0 && len(missing) > framesByService {
-		// Many frames of known services: all of the services' frames in one
-		// lookup cost less than the ids in chunks.
-		return labels, e.loadFrames(ctx, f, nil, labels, sym)
-	}
-	slices.Sort(missing)
-	for chunk := range slices.Chunk(missing, framesPerLookup) {
-		if err := e.loadFrames(ctx, f, chunk, labels, sym); err != nil {
-			return nil, err
-		}
-	}
-	return labels, nil
+	return labels, lookup(f, missing, func(chunk []uint64) error {
+		return e.loadFrames(ctx, f, chunk, labels, sym)
+	})
 }
 
 func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, labels map[uint64]string, sym *Symbols) error {
