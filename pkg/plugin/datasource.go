@@ -6,7 +6,6 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -91,18 +90,14 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 			d.settings.clientConfig().Address, d.settings.Protocol, err), nil
 	}
 	cfg := d.settings.schemaConfig()
-	missing, err := missingTables(ctx, conn, cfg)
+	missing, lacking, err := schemaGaps(ctx, conn, cfg)
 	if err != nil {
-		return healthError("Connected, but could not list tables in database %q: %v", cfg.Database, err), nil
+		return healthError("Connected, but could not list the tables and columns in database %q: %v", cfg.Database, err), nil
 	}
 	if len(missing) > 0 {
 		return healthError("Connected, but the Flamehouse tables %s are missing in database %q. "+
 			"Run `flamehouse migrate` against this server, or fix the profiles database and table prefix settings.",
 			strings.Join(missing, ", "), cfg.Database), nil
-	}
-	lacking, err := missingColumns(ctx, conn, cfg)
-	if err != nil {
-		return healthError("Connected, but could not list the columns of the Flamehouse tables in database %q: %v", cfg.Database, err), nil
 	}
 	if len(lacking) > 0 {
 		return healthError("Connected, but Flamehouse tables lack columns the queries read: %s. "+
@@ -119,59 +114,38 @@ func healthError(format string, args ...any) *backend.CheckHealthResult {
 	return &backend.CheckHealthResult{Status: backend.HealthStatusError, Message: fmt.Sprintf(format, args...)}
 }
 
-// missingTables lists the Flamehouse tables that the database lacks.
-func missingTables(ctx context.Context, conn clickhouse.Conn, cfg schema.Config) ([]string, error) {
-	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = ?", cfg.Database)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	present := map[string]bool{}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, err
-		}
-		present[name] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, errors.Join(err, rows.Close())
-	}
-	var missing []string
-	for _, t := range schema.Tables {
-		if !present[cfg.Name(t)] {
-			missing = append(missing, cfg.Name(t))
-		}
-	}
-	return missing, nil
-}
-
-// missingColumns lists table.column pairs the queries read but the
-// tables lack.
-func missingColumns(ctx context.Context, conn clickhouse.Conn, cfg schema.Config) ([]string, error) {
+// schemaGaps lists the Flamehouse tables the database lacks and, of the
+// tables it has, the columns the queries read but the tables lack.
+func schemaGaps(ctx context.Context, conn clickhouse.Conn, cfg schema.Config) (tables, columns []string, err error) {
 	rows, err := conn.Query(ctx, "SELECT table, name FROM system.columns WHERE database = ?", cfg.Database)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	present := map[[2]string]bool{}
+	hasTable := map[string]bool{}
 	for rows.Next() {
 		var table, column string
 		if err := rows.Scan(&table, &column); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		present[[2]string{table, column}] = true
+		hasTable[table] = true
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var missing []string
 	for _, t := range schema.Tables {
+		name := cfg.Name(t)
+		if !hasTable[name] {
+			tables = append(tables, name)
+			continue
+		}
 		for _, c := range query.RequiredColumns[t] {
-			if !present[[2]string{cfg.Name(t), c}] {
-				missing = append(missing, cfg.Name(t)+"."+c)
+			if !present[[2]string{name, c}] {
+				columns = append(columns, name+"."+c)
 			}
 		}
 	}
-	return missing, nil
+	return tables, columns, nil
 }
