@@ -313,27 +313,19 @@ func (c *converter) resolveAttribute(idx int32) (key, value string, err error) {
 	return key, value, nil
 }
 
-// attributeMap resolves a list of attribute indices of a dictionary entry
-// (mapping, location) into the attributes the converter reads.
-func (c *converter) attributeMap(indices []int32) (map[string]string, error) {
-	if len(indices) == 0 {
-		return nil, nil
+// attributeValue resolves a dictionary entry's (mapping, location)
+// attribute indices like any attribute list and returns one key's value.
+func (c *converter) attributeValue(indices []int32, key string) (string, error) {
+	set, err := c.attributeSet(indices)
+	if err != nil {
+		return "", err
 	}
-	out := make(map[string]string, len(indices))
-	for _, idx := range indices {
-		key, value, err := c.attribute(idx)
-		if err != nil {
-			return nil, err
+	for _, kv := range c.sets[set].kvs {
+		if kv.Key == key {
+			return kv.Value, nil
 		}
-		if key == "" {
-			continue
-		}
-		if _, dup := out[key]; dup {
-			return nil, invalid(ReasonDuplicateAttribute, "attribute key %q appears twice", key)
-		}
-		out[key] = value
 	}
-	return out, nil
+	return "", nil
 }
 
 // mapping resolves a mapping's file name and build id.
@@ -359,16 +351,14 @@ func (c *converter) resolveMapping(idx int32) (file, buildID string, err error) 
 	if err != nil {
 		return "", "", wrap(err, where())
 	}
-	attrs, err := c.attributeMap(c.req.Int32Slice(m.AttributeIndices))
+	indices := c.req.Int32Slice(m.AttributeIndices)
+	for _, key := range [...]string{attrBuildIDGNU, attrBuildIDGo, attrBuildIDHTL} {
+		if buildID, err = c.attributeValue(indices, key); err != nil || buildID != "" {
+			break
+		}
+	}
 	if err != nil {
 		return "", "", wrap(err, where())
-	}
-	buildID = attrs[attrBuildIDGNU]
-	if buildID == "" {
-		buildID = attrs[attrBuildIDGo]
-	}
-	if buildID == "" {
-		buildID = attrs[attrBuildIDHTL]
 	}
 	return file, buildID, nil
 }
@@ -433,15 +423,14 @@ func (c *converter) resolveLocation(idx int32) error {
 // frameType reads profile.frame.type from a location's attributes (the
 // list is validated like any attribute list).
 func (c *converter) frameType(indices []int32) (string, error) {
-	if len(indices) == 1 { // the common case: no map needed
+	if len(indices) == 1 { // the common case: no set to resolve
 		key, value, err := c.attribute(indices[0])
 		if err != nil || key != attrFrameType {
 			return "", err
 		}
 		return value, nil
 	}
-	attrs, err := c.attributeMap(indices)
-	return attrs[attrFrameType], err
+	return c.attributeValue(indices, attrFrameType)
 }
 
 // lineFrame fills a frame from a line and its function.
