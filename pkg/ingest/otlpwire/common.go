@@ -107,29 +107,23 @@ func setKind(av *AnyValue, st *anyState, k ValueKind) {
 
 // arrayValue decodes an ArrayValue message into av.Array.
 func (d *decoder) arrayValue(b []byte, av *AnyValue, st anyState, depth int) (anyState, error) {
-	if depth > maxDepth {
-		return st, errDepth
-	}
-	for rd := (reader{b: b}); rd.more(); {
-		tag, _, v, err := rd.next()
-		if err != nil {
-			return st, err
-		}
-		if tag != 1<<3|wireBytes { // values
-			st.wrapper = true
-			continue
-		}
-		av.Array = append(av.Array, AnyValue{})
-		i := len(av.Array) - 1
-		if _, err := d.anyValue(v, &av.Array[i], anyState{}, depth+1); err != nil {
-			return st, within("values", i, err)
-		}
-	}
-	return st, nil
+	return listWrapper(b, st, depth, &av.Array, func(v []byte, item *AnyValue) error {
+		_, err := d.anyValue(v, item, anyState{}, depth+1)
+		return err
+	})
 }
 
 // kvlistValue decodes a KeyValueList message into av.Kvlist.
 func (d *decoder) kvlistValue(b []byte, av *AnyValue, st anyState, depth int) (anyState, error) {
+	return listWrapper(b, st, depth, &av.Kvlist, func(v []byte, item *KeyValue) error {
+		return d.keyValue(v, item, depth+1)
+	})
+}
+
+// listWrapper decodes the wrapper messages ArrayValue and KeyValueList,
+// whose one field is the repeated field 1 ("values"), appending each item
+// to list; any other field marks the wrapper as holding unknown fields.
+func listWrapper[T any](b []byte, st anyState, depth int, list *[]T, decode func(v []byte, item *T) error) (anyState, error) {
 	if depth > maxDepth {
 		return st, errDepth
 	}
@@ -142,9 +136,10 @@ func (d *decoder) kvlistValue(b []byte, av *AnyValue, st anyState, depth int) (a
 			st.wrapper = true
 			continue
 		}
-		av.Kvlist = append(av.Kvlist, KeyValue{})
-		i := len(av.Kvlist) - 1
-		if err := d.keyValue(v, &av.Kvlist[i], depth+1); err != nil {
+		var zero T
+		*list = append(*list, zero)
+		i := len(*list) - 1
+		if err := decode(v, &(*list)[i]); err != nil {
 			return st, within("values", i, err)
 		}
 	}
