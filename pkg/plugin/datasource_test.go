@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/stretchr/testify/require"
 
@@ -48,16 +49,25 @@ func embeddedSettings(t testing.TB, database string) map[string]any {
 	}
 }
 
-func TestCheckHealthWithSchema(t *testing.T) {
+// migrated creates a database with the Flamehouse schema (no retention).
+func migrated(t testing.TB) (clickhouse.Conn, schema.Config) {
+	t.Helper()
 	srv := chtest.Get(t)
 	conn := srv.Open(t)
-	db := srv.NewDatabase(t)
 	cfg := schema.DefaultConfig()
-	cfg.Database = db
+	cfg.Database = srv.NewDatabase(t)
+	cfg.Retention = schema.Retention{}
 	m, err := schema.NewMigrator(cfg, conn)
 	require.NoError(t, err)
 	_, err = m.Migrate(context.Background())
 	require.NoError(t, err)
+	return conn, cfg
+}
+
+func TestCheckHealthWithSchema(t *testing.T) {
+	srv := chtest.Get(t)
+	_, cfg := migrated(t)
+	db := cfg.Database
 
 	ds := instance(t, embeddedSettings(t, db), map[string]string{"password": srv.Options.Auth.Password})
 	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
@@ -79,14 +89,8 @@ func TestCheckHealthNamesMissingTables(t *testing.T) {
 
 func TestCheckHealthNamesMissingColumns(t *testing.T) {
 	srv := chtest.Get(t)
-	conn := srv.Open(t)
-	db := srv.NewDatabase(t)
-	cfg := schema.DefaultConfig()
-	cfg.Database = db
-	m, err := schema.NewMigrator(cfg, conn)
-	require.NoError(t, err)
-	_, err = m.Migrate(context.Background())
-	require.NoError(t, err)
+	conn, cfg := migrated(t)
+	db := cfg.Database
 	require.NoError(t, conn.Exec(context.Background(), "ALTER TABLE "+cfg.Qualified(schema.Frames)+" DROP COLUMN SystemName"))
 
 	ds := instance(t, embeddedSettings(t, db), map[string]string{"password": srv.Options.Auth.Password})

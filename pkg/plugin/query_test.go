@@ -32,7 +32,6 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/query"
-	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
 const cpuType = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
@@ -47,14 +46,7 @@ type fixture struct {
 func newFixture(t testing.TB, profiles map[string]any) *fixture {
 	t.Helper()
 	srv := chtest.Get(t)
-	conn := srv.Open(t)
-	tables := schema.DefaultConfig()
-	tables.Database = srv.NewDatabase(t)
-	tables.Retention = schema.Retention{}
-	m, err := schema.NewMigrator(tables, conn)
-	require.NoError(t, err)
-	_, err = m.Migrate(context.Background())
-	require.NoError(t, err)
+	conn, tables := migrated(t)
 
 	cfg := ingest.DefaultConfig()
 	cfg.Receiver.GRPCListenAddress, cfg.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
