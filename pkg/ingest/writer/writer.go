@@ -320,7 +320,8 @@ func (w *Writer) flush(ps []*pending) {
 		}
 		start := w.now()
 		err := w.write(ps)
-		w.metrics.writeSeconds.Observe(w.now().Sub(start).Seconds())
+		took := w.now().Sub(start)
+		w.metrics.writeSeconds.Observe(took.Seconds())
 		if err == nil {
 			w.answer(ps, nil)
 			return
@@ -335,7 +336,9 @@ func (w *Writer) flush(ps []*pending) {
 			}
 			deadline, ok = drainDeadline, true
 		}
-		if ok && w.now().Add(backoff).After(deadline) {
+		// Answer while the sender still listens: another attempt would
+		// end (as this one took) after its deadline.
+		if ok && w.now().Add(backoff+took).After(deadline) {
 			w.answer(ps, &WriteError{Err: err})
 			return
 		}
