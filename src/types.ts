@@ -1,4 +1,3 @@
-import { DataSourceJsonData } from '@grafana/data';
 import { DataQuery } from '@grafana/schema';
 
 /** What a query asks for; a superset of the Pyroscope datasource's model. */
@@ -17,26 +16,4 @@ export const DEFAULT_QUERY: Partial<ProfileQuery> = {
   labelSelector: '{}',
 };
 
-/** Flamehouse table location, inside jsonData.profiles. */
-export interface ProfilesOptions {
-  database?: string;
-  tablePrefix?: string;
-}
-
-/** jsonData, with connection keys named as in the official ClickHouse datasource. */
-export interface FlamehouseOptions extends DataSourceJsonData {
-  host?: string;
-  port?: number;
-  protocol?: 'native' | 'http';
-  secure?: boolean;
-  tlsSkipVerify?: boolean;
-  username?: string;
-  dialTimeout?: string;
-  queryTimeout?: string;
-  profiles?: ProfilesOptions;
-}
-
-/** secureJsonData: sent to the backend only. */
-export interface FlamehouseSecureJsonData {
-  password?: string;
-}
+export type { FlamehouseOptions, FlamehouseSecureJsonData, ProfilesOptions } from './options';
