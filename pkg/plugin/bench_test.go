@@ -41,8 +41,8 @@ func benchEnv(b *testing.B, name string, def int) int {
 // minutes of raw rows (default 2, so that CI stays quick; 60 for the
 // 1-hour target), which the rollup views aggregate as usual, plus
 // FLAMEHOUSE_BENCH_HOURS hours of hourly rollup rows before them (default
-// 23, 200k rows per hour; 167 for the 7-day target) for the 24-hour and
-// 7-day queries. FLAMEHOUSE_BENCH_RATE multiplies the rows per second and
+// 23, 200k rows per hour; 167 for the 7-day target) and the service
+// rollup's rows of those hours, for the 24-hour and 7-day queries. FLAMEHOUSE_BENCH_RATE multiplies the rows per second and
 // per hour (2: the doubled ingest rate of the targets).
 //
 // Reported: ms per query (p50 over the runs), the data's minutes, and
@@ -124,5 +124,10 @@ func fillBenchData(b *testing.B, f *fixture, start time.Time, minutes, hours, ra
 			" (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value) "+ids+
 			"SELECT toDateTime("+strconv.FormatInt(start.Add(-time.Duration(hours)*time.Hour).Unix(), 10)+" + 3600 * intDiv(number, "+strconv.Itoa(200000*rate)+")), '', 'checkout', '"+
 			cpuType+"', "+pick+", 10000000 * 180 FROM numbers("+strconv.Itoa(hours*200000*rate)+")"))
+		// The service rollup of those hours, as its view would have built it.
+		require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.ServiceHour)+
+			" (Timestamp, TenantId, ServiceName, ProfileType, StackId, Value) SELECT Timestamp, TenantId, ServiceName, ProfileType, StackId, sum(Value) FROM "+
+			tables.Qualified(schema.SamplesHour)+" WHERE Timestamp < toDateTime("+strconv.FormatInt(start.Unix(), 10)+
+			") GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId"))
 	}
 }

@@ -477,20 +477,26 @@ func TestRollupsAnswerLikeTheRawTable(t *testing.T) {
 		{"queryType": "metrics", "profileTypeId": cpuType, "groupBy": []string{"service_name"}},
 	} {
 		t.Run(q["queryType"].(string), func(t *testing.T) { //nolint:forcetypeassert // set above
-			rollup := requireOK(t, f.query(t, q, from, to))
-			q["labelSelector"] = `{thread_name=~".*"}`
+			q["labelSelector"] = `{thread_name=~".*"}` // a sample attribute: the raw table only
 			raw := requireOK(t, f.query(t, q, from, to))
-			require.Len(t, rollup, len(raw))
-			for i := range raw {
-				require.Equal(t, raw[i].Rows(), rollup[i].Rows())
-				for j := range raw[i].Fields {
-					require.Equal(t, raw[i].Fields[j].Len(), rollup[i].Fields[j].Len())
-					for k := range raw[i].Fields[j].Len() {
-						require.Equal(t, raw[i].Fields[j].At(k), rollup[i].Fields[j].At(k), "frame %d field %s row %d", i, raw[i].Fields[j].Name, k)
+			require.Positive(t, raw[0].Rows())
+			for name, sel := range map[string]string{
+				"service rollups": `{}`,
+				"series rollups":  `{k8s_pod_name=~".*"}`, // a resource label: the rollups by series
+			} {
+				q["labelSelector"] = sel
+				rollup := requireOK(t, f.query(t, q, from, to))
+				require.Len(t, rollup, len(raw), name)
+				for i := range raw {
+					require.Equal(t, raw[i].Rows(), rollup[i].Rows(), name)
+					for j := range raw[i].Fields {
+						require.Equal(t, raw[i].Fields[j].Len(), rollup[i].Fields[j].Len(), name)
+						for k := range raw[i].Fields[j].Len() {
+							require.Equal(t, raw[i].Fields[j].At(k), rollup[i].Fields[j].At(k), "%s: frame %d field %s row %d", name, i, raw[i].Fields[j].Name, k)
+						}
 					}
 				}
 			}
-			require.Positive(t, raw[0].Rows())
 		})
 	}
 }

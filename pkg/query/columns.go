@@ -8,6 +8,8 @@ var RequiredColumns = map[string][]string{
 	schema.Samples:       {"Timestamp", "TenantId", "ServiceName", "ProfileType", "StackId", "SeriesId", "Value", "TraceId", "SpanId", "SampleAttributes"},
 	schema.SamplesMinute: {"Timestamp", "TenantId", "ServiceName", "ProfileType", "StackId", "SeriesId", "Value"},
 	schema.SamplesHour:   {"Timestamp", "TenantId", "ServiceName", "ProfileType", "StackId", "SeriesId", "Value"},
+	schema.ServiceMinute: {"Timestamp", "TenantId", "ServiceName", "ProfileType", "StackId", "Value"},
+	schema.ServiceHour:   {"Timestamp", "TenantId", "ServiceName", "ProfileType", "StackId", "Value"},
 	schema.Stacks:        {"TenantId", "ServiceName", "StackId", "FrameIds"},
 	schema.Frames:        {"TenantId", "ServiceName", "FrameId", "FunctionName", "SystemName", "FileName", "MappingFile", "Address"},
 	schema.Series: {

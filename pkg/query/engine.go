@@ -157,7 +157,7 @@ func (e *Engine) symbols() *Symbols {
 func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, sym *Symbols) ([]stackValue, *filter, error) {
 	var p params
 	f := buildFilter(&p, e.Tables, e.Tenant, r, keys)
-	segs := plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1)
+	segs := plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1)
 	rows, err := e.Conn.Query(ctx, sumsSQL(&p, e.Tables, f, segs), p.args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sum samples per stack: %w", err)
@@ -304,7 +304,7 @@ func (e *Engine) series(ctx context.Context, r *Request, keys map[string]bool) (
 	groups, seriesCols, groupRaw := groupExprs(&p, r.GroupBy, keys)
 	step := int64(r.Step / time.Second)
 	from, to := floorTo(r.From.Unix(), step), ceilSecond(r.To)
-	segs := plan(from, to, f.needsRaw || groupRaw, step)
+	segs := plan(from, to, f.source(len(seriesCols) > 0, groupRaw), step)
 	rows, err := e.Conn.Query(ctx, seriesSQL(&p, e.Tables, e.Tenant, f, segs, step, groups, seriesCols, groupRaw), p.args...)
 	if err != nil {
 		return nil, fmt.Errorf("sum samples per interval: %w", err)

@@ -112,6 +112,8 @@ type filter struct {
 	// needsRaw is set when a condition reads per-sample columns (span,
 	// trace, sample attributes).
 	needsRaw bool
+	// bySeries is set when a condition selects series (resource labels).
+	bySeries bool
 	// services are the services an exact service_name matcher names (nil:
 	// any), to scope stack and frame lookups.
 	services []string
@@ -147,7 +149,7 @@ func buildFilter(p *params, tables schema.Config, tenant string, r *Request, sam
 				resourceConds = append(resourceConds, resource)
 				continue
 			}
-			f.needsRaw = true
+			f.needsRaw, f.bySeries = true, true
 			f.conds = append(f.conds, fmt.Sprintf("if(%s, %s, SeriesId IN (%s))",
 				mapHas(p, "SampleAttributes", keys), compare(p, mapValue(p, "SampleAttributes", keys), m),
 				seriesSubquery(p, tables, tenant, []string{resource})))
@@ -155,6 +157,7 @@ func buildFilter(p *params, tables schema.Config, tenant string, r *Request, sam
 	}
 	if len(resourceConds) > 0 {
 		f.conds = append(f.conds, "SeriesId IN ("+seriesSubquery(p, tables, tenant, resourceConds)+")")
+		f.bySeries = true
 	}
 	if len(r.SpanIDs) > 0 {
 		ids := make([]string, len(r.SpanIDs))
@@ -185,6 +188,42 @@ func seriesSubquery(p *params, tables schema.Config, tenant string, conds []stri
 		" AND " + strings.Join(conds, " AND ")
 }
 
+// source is the finest detail a query needs, which decides the tables it
+// may read.
+type source int
+
+const (
+	// bySample: per-sample columns (span, trace, sample attributes); the
+	// raw table only.
+	bySample source = iota
+	// bySeries: resource labels; the rollups keyed by series.
+	bySeries
+	// byService: service and stack only; the rollups by service, whose
+	// rows neither multiply with pods nor grow with the sample rate.
+	byService
+)
+
+// source is the detail a filter needs; grouping by series labels
+// (seriesGroups) or per-sample labels (sampleGroups) needs more.
+func (f *filter) source(seriesGroups, sampleGroups bool) source {
+	switch {
+	case f.needsRaw || sampleGroups:
+		return bySample
+	case f.bySeries || seriesGroups:
+		return bySeries
+	default:
+		return byService
+	}
+}
+
+// rollups are the minute and hour tables of a source.
+func (s source) rollups() (minute, hour string) {
+	if s == byService {
+		return schema.ServiceMinute, schema.ServiceHour
+	}
+	return schema.SamplesMinute, schema.SamplesHour
+}
+
 // segment is a time range read from one sample table.
 type segment struct {
 	table    string
@@ -203,22 +242,23 @@ const (
 // rollup, whole minutes from the minute rollup, the rest from the raw
 // table, so that results equal the raw table's. align > 1 is a time-series
 // step: rollups are used only when their buckets nest in it.
-func plan(from, to int64, raw bool, align int64) []segment {
-	if raw || to <= from {
+func plan(from, to int64, src source, align int64) []segment {
+	if src == bySample || to <= from {
 		return []segment{{schema.Samples, from, to}}
 	}
+	minute, hour := src.rollups()
 	if to-from >= hourRollupAfter && nests(3600, align) {
 		hs, he := ceilTo(from, 3600), floorTo(to, 3600)
 		if he-hs >= 3600 {
-			out := planMinutes(from, hs, align)
-			out = append(out, segment{schema.SamplesHour, hs, he})
-			return append(out, planMinutes(he, to, align)...)
+			out := planMinutes(from, hs, minute, align)
+			out = append(out, segment{hour, hs, he})
+			return append(out, planMinutes(he, to, minute, align)...)
 		}
 	}
-	return planMinutes(from, to, align)
+	return planMinutes(from, to, minute, align)
 }
 
-func planMinutes(from, to, align int64) []segment {
+func planMinutes(from, to int64, minute string, align int64) []segment {
 	if to <= from {
 		return nil
 	}
@@ -230,7 +270,7 @@ func planMinutes(from, to, align int64) []segment {
 	if ms > from {
 		out = append(out, segment{schema.Samples, from, ms})
 	}
-	out = append(out, segment{schema.SamplesMinute, ms, me})
+	out = append(out, segment{minute, ms, me})
 	if to > me {
 		out = append(out, segment{schema.Samples, me, to})
 	}
@@ -339,7 +379,10 @@ func groupExprs(p *params, labels []string, sampleKeys map[string]bool) (exprs, 
 
 // seriesSQL sums values per time bucket and group.
 func seriesSQL(p *params, tables schema.Config, tenant string, f *filter, segs []segment, step int64, groups, seriesCols []string, raw bool) string {
-	cols := "Timestamp, Value, SeriesId, ServiceName"
+	cols := "Timestamp, Value, ServiceName"
+	if len(seriesCols) > 0 {
+		cols += ", SeriesId"
+	}
 	if raw {
 		cols += ", SampleAttributes"
 	}

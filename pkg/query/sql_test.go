@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,45 +24,79 @@ func TestPlanReadsWholeHoursAndMinutesFromRollups(t *testing.T) {
 	tests := []struct {
 		name     string
 		from, to int64
-		raw      bool
+		src      source
 		align    int64
 		want     []segment
 	}{
-		{"under a minute: raw", base + 10, base + 50, false, 1, []segment{{schema.Samples, base + 10, base + 50}}},
-		{"ten minutes: minutes and raw edges", base + 10, base + 10*m, false, 1, []segment{
+		{"under a minute: raw", base + 10, base + 50, bySeries, 1, []segment{{schema.Samples, base + 10, base + 50}}},
+		{"ten minutes: minutes and raw edges", base + 10, base + 10*m, bySeries, 1, []segment{
 			{schema.Samples, base + 10, base + m}, {schema.SamplesMinute, base + m, base + 10*m},
 		}},
-		{"per-sample filter: raw", base, base + 24*h, true, 1, []segment{{schema.Samples, base, base + 24*h}}},
-		{"an hour, not aligned: minutes and raw edges", base + 10, base + h + 20, false, 1, []segment{
+		{"per-sample filter: raw", base, base + 24*h, bySample, 1, []segment{{schema.Samples, base, base + 24*h}}},
+		{"an hour, not aligned: minutes and raw edges", base + 10, base + h + 20, bySeries, 1, []segment{
 			{schema.Samples, base + 10, base + m}, {schema.SamplesMinute, base + m, base + h}, {schema.Samples, base + h, base + h + 20},
 		}},
-		{"an aligned hour: the hourly rollup", base, base + h, false, 1, []segment{{schema.SamplesHour, base, base + h}}},
-		{"a day: hours, short edges", base - 5*m - 7, base + 24*h + 3*m + 9, false, 1, []segment{
+		{"an aligned hour: the hourly rollup", base, base + h, bySeries, 1, []segment{{schema.SamplesHour, base, base + h}}},
+		{"a day: hours, short edges", base - 5*m - 7, base + 24*h + 3*m + 9, bySeries, 1, []segment{
 			{schema.Samples, base - 5*m - 7, base - 5*m},
 			{schema.SamplesMinute, base - 5*m, base},
 			{schema.SamplesHour, base, base + 24*h},
 			{schema.SamplesMinute, base + 24*h, base + 24*h + 3*m},
 			{schema.Samples, base + 24*h + 3*m, base + 24*h + 3*m + 9},
 		}},
-		{"a day: hours, minutes, raw edges", base - 50*m - 7, base + 24*h + 30*m + 9, false, 1, []segment{
+		{"a day by service: the service rollups, raw edges", base - 50*m - 7, base + 24*h + 30*m + 9, byService, 1, []segment{
 			{schema.Samples, base - 50*m - 7, base - 50*m},
-			{schema.SamplesMinute, base - 50*m, base},
-			{schema.SamplesHour, base, base + 24*h},
-			{schema.SamplesMinute, base + 24*h, base + 24*h + 30*m},
+			{schema.ServiceMinute, base - 50*m, base},
+			{schema.ServiceHour, base, base + 24*h},
+			{schema.ServiceMinute, base + 24*h, base + 24*h + 30*m},
 			{schema.Samples, base + 24*h + 30*m, base + 24*h + 30*m + 9},
 		}},
-		{"a day at a 15 s step: raw", base, base + 24*h, false, 15, []segment{{schema.Samples, base, base + 24*h}}},
-		{"a day at a 1 min step: minutes", base, base + 24*h, false, m, []segment{{schema.SamplesMinute, base, base + 24*h}}},
+		{"a day at a 15 s step: raw", base, base + 24*h, byService, 15, []segment{{schema.Samples, base, base + 24*h}}},
+		{"a day at a 1 min step: minutes", base, base + 24*h, bySeries, m, []segment{{schema.SamplesMinute, base, base + 24*h}}},
+		{"a day at a 1 min step by service", base, base + 24*h, byService, m, []segment{{schema.ServiceMinute, base, base + 24*h}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := plan(tt.from, tt.to, tt.raw, tt.align)
+			got := plan(tt.from, tt.to, tt.src, tt.align)
 			require.Equal(t, tt.want, got)
 			for i := 1; i < len(got); i++ {
 				require.Equal(t, got[i-1].to, got[i].from, "segments are contiguous")
 			}
 		})
 	}
+}
+
+func TestFilterSource(t *testing.T) {
+	tests := []struct {
+		selector     string
+		seriesGroups bool
+		sampleGroups bool
+		want         source
+	}{
+		{`{}`, false, false, byService},
+		{`{service_name="checkout"}`, false, false, byService},
+		{`{service_name=~"check.*"}`, false, false, byService},
+		{`{service_name="checkout"}`, true, false, bySeries},
+		{`{k8s_pod_name="p-1"}`, false, false, bySeries},
+		{`{"deployment.environment.name"="prod"}`, false, false, bySeries},
+		{`{thread_name="gc"}`, false, false, bySample},
+		{`{service_name="checkout"}`, false, true, bySample},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%v/%v", tt.selector, tt.seriesGroups, tt.sampleGroups), func(t *testing.T) {
+			r, err := ParseRequest([]byte(`{"profileTypeId":"process_cpu:cpu:nanoseconds:cpu:nanoseconds","labelSelector":`+strconv.Quote(tt.selector)+`}`),
+				time.Unix(0, 0), time.Unix(3600, 0), time.Minute, Options{})
+			require.NoError(t, err)
+			var p params
+			f := buildFilter(&p, schema.DefaultConfig(), "", r, map[string]bool{"thread.name": true})
+			require.Equal(t, tt.want, f.source(tt.seriesGroups, tt.sampleGroups))
+		})
+	}
+	var p params
+	r, err := ParseRequest([]byte(`{"profileTypeId":"process_cpu:cpu:nanoseconds:cpu:nanoseconds","spanSelector":["0123456789abcdef"]}`),
+		time.Unix(0, 0), time.Unix(3600, 0), time.Minute, Options{})
+	require.NoError(t, err)
+	require.Equal(t, bySample, buildFilter(&p, schema.DefaultConfig(), "", r, nil).source(false, false), "span ids are per sample")
 }
 
 // render shows a statement and its parameters.
@@ -104,24 +139,24 @@ func TestGeneratedSQL(t *testing.T) {
 			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\", k8s_pod_name=~\"web-.*\", thread_name!=\"gc\", \"deployment.environment\"=\"prod\"}"}`,
 				from.Add(time.Hour))
 			f := buildFilter(p, tables, "acme", r, sampleKeys)
-			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
 		}},
 		{"flame_24h_span.sql", func(p *params) string {
 			r := parse(`{"profileTypeId":"`+cpu+`","spanSelector":["00F067AA0BA902B7"],"traceId":"4BF92F3577B34DA6A3CE929D0E0E4736"}`, from.Add(24*time.Hour))
 			f := buildFilter(p, tables, "", r, nil)
-			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
 		}},
 		{"flame_24h_rollups.sql", func(p *params) string {
 			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}"}`, from.Add(24*time.Hour))
 			f := buildFilter(p, tables, "", r, nil)
-			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.needsRaw, 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
 		}},
 		{"series_groupby.sql", func(p *params) string {
 			r := parse(`{"queryType":"metrics","profileTypeId":"`+cpu+`","groupBy":["service_name","k8s_pod_name","thread_name"]}`, from.Add(3*time.Hour))
 			f := buildFilter(p, tables, "", r, sampleKeys)
 			groups, cols, raw := groupExprs(p, r.GroupBy, sampleKeys)
 			step := int64(r.Step / time.Second)
-			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.needsRaw || raw, step), step, groups, cols, raw)
+			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.source(len(cols) > 0, raw), step), step, groups, cols, raw)
 		}},
 		{"stacks.sql", func(p *params) string {
 			return stacksSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2})
@@ -150,8 +185,8 @@ func TestUserTextNeverReachesTheSQL(t *testing.T) {
 		r.Matchers = mustParse(t, `{service_name=`+quote(e)+`, `+quote(e)+`=`+quote(e)+`, k8s_pod_name!=`+quote(e)+`}`)
 		f := buildFilter(&p, tables, e, r, map[string]bool{e: true})
 		groups, cols, raw := groupExprs(&p, r.GroupBy, map[string]bool{e: true})
-		q := sumsSQL(&p, tables, f, plan(0, 100_000, false, 1)) + stacksSQL(&p, tables, e, f, nil) + framesSQL(&p, tables, e, f, nil) +
-			seriesSQL(&p, tables, e, f, plan(0, 100_000, raw, 60), 60, groups, cols, raw)
+		q := sumsSQL(&p, tables, f, plan(0, 100_000, byService, 1)) + stacksSQL(&p, tables, e, f, nil) + framesSQL(&p, tables, e, f, nil) +
+			seriesSQL(&p, tables, e, f, plan(0, 100_000, f.source(len(cols) > 0, raw), 60), 60, groups, cols, raw)
 		require.NotContains(t, q, e, "user text travels as parameters only")
 	}
 }

@@ -43,7 +43,7 @@ func BenchmarkBytesPerSample(b *testing.B) {
 			FROM numbers(%d))
 		GROUP BY ts, stack, pod, trace, span, thread`, cfg.Qualified(schema.Samples), samples)
 		require.NoError(b, conn.Exec(ctx, insert))
-		for _, t := range []string{schema.Samples, schema.SamplesMinute, schema.SamplesHour} {
+		for _, t := range []string{schema.Samples, schema.SamplesMinute, schema.SamplesHour, schema.ServiceMinute, schema.ServiceHour} {
 			require.NoError(b, conn.Exec(ctx, "OPTIMIZE TABLE "+cfg.Qualified(t)+" FINAL"))
 			var bytes, rows uint64
 			require.NoError(b, conn.QueryRow(ctx, "SELECT sum(bytes_on_disk), sum(rows) FROM system.parts WHERE active AND database = ? AND table = ?",

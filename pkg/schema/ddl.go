@@ -19,6 +19,8 @@ const (
 	Samples         = "profile_samples"
 	SamplesMinute   = "profile_samples_1m"
 	SamplesHour     = "profile_samples_1h"
+	ServiceMinute   = "profile_service_samples_1m"
+	ServiceHour     = "profile_service_samples_1h"
 	Stacks          = "profile_stacks"
 	Frames          = "profile_frames"
 	Series          = "profile_series"
@@ -28,16 +30,21 @@ const (
 )
 
 // Tables lists every table that holds data, in creation order.
-var Tables = []string{Samples, SamplesMinute, SamplesHour, Stacks, Frames, Series, Catalog, SampleLabels}
+var Tables = []string{Samples, SamplesMinute, SamplesHour, ServiceMinute, ServiceHour, Stacks, Frames, Series, Catalog, SampleLabels}
 
 // rollup describes one pre-aggregated table.
 type rollup struct {
 	Table, View, Bucket, Partition, Retention string
+	// BySeries keeps SeriesId (resource labels) in the key; without it a
+	// row sums a stack over every series of a service.
+	BySeries bool
 }
 
 var rollups = []rollup{
-	{Table: SamplesMinute, View: SamplesMinute + "_mv", Bucket: "toStartOfMinute", Partition: "toDate(Timestamp)", Retention: "minute"},
-	{Table: SamplesHour, View: SamplesHour + "_mv", Bucket: "toStartOfHour", Partition: "toMonday(Timestamp)", Retention: "hour"},
+	{Table: SamplesMinute, View: SamplesMinute + "_mv", Bucket: "toStartOfMinute", Partition: "toDate(Timestamp)", Retention: "minute", BySeries: true},
+	{Table: SamplesHour, View: SamplesHour + "_mv", Bucket: "toStartOfHour", Partition: "toMonday(Timestamp)", Retention: "hour", BySeries: true},
+	{Table: ServiceMinute, View: ServiceMinute + "_mv", Bucket: "toStartOfMinute", Partition: "toDate(Timestamp)", Retention: "minute"},
+	{Table: ServiceHour, View: ServiceHour + "_mv", Bucket: "toStartOfHour", Partition: "toMonday(Timestamp)", Retention: "hour"},
 }
 
 // Name returns the unqualified name a table has for readers: the

@@ -143,6 +143,8 @@ var ttlTargets = []ttlTarget{
 	{Samples, "samples", "Timestamp"},
 	{SamplesMinute, "minute", "Timestamp"},
 	{SamplesHour, "hour", "Timestamp"},
+	{ServiceMinute, "minute", "Timestamp"},
+	{ServiceHour, "hour", "Timestamp"},
 	{Stacks, "metadata", "LastSeen"},
 	{Frames, "metadata", "LastSeen"},
 	{Series, "metadata", "LastSeen"},

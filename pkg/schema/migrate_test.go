@@ -100,7 +100,7 @@ func TestMigrateAppliesRetentionChanges(t *testing.T) {
 	report, err := m.Migrate(ctx)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{
-		"otel_profile_samples", "otel_profile_samples_1h",
+		"otel_profile_samples", "otel_profile_samples_1h", "otel_profile_service_samples_1h",
 		"otel_profile_stacks", "otel_profile_frames", "otel_profile_series", "otel_profile_catalog", "otel_profile_sample_labels",
 	}, report.RetentionChanged)
 

@@ -1,6 +1,6 @@
 SELECT StackId, sum(Value) FROM (SELECT StackId, Value FROM `otel`.`otel_profile_samples` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND ServiceName = {p2:String} AND Timestamp >= toDateTime({p3:Int64}) AND Timestamp < toDateTime({p4:Int64})
-UNION ALL SELECT StackId, Value FROM `otel`.`otel_profile_samples_1h` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND ServiceName = {p2:String} AND Timestamp >= toDateTime({p5:Int64}) AND Timestamp < toDateTime({p6:Int64})
-UNION ALL SELECT StackId, Value FROM `otel`.`otel_profile_samples_1m` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND ServiceName = {p2:String} AND Timestamp >= toDateTime({p7:Int64}) AND Timestamp < toDateTime({p8:Int64})
+UNION ALL SELECT StackId, Value FROM `otel`.`otel_profile_service_samples_1h` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND ServiceName = {p2:String} AND Timestamp >= toDateTime({p5:Int64}) AND Timestamp < toDateTime({p6:Int64})
+UNION ALL SELECT StackId, Value FROM `otel`.`otel_profile_service_samples_1m` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND ServiceName = {p2:String} AND Timestamp >= toDateTime({p7:Int64}) AND Timestamp < toDateTime({p8:Int64})
 UNION ALL SELECT StackId, Value FROM `otel`.`otel_profile_samples` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND ServiceName = {p2:String} AND Timestamp >= toDateTime({p9:Int64}) AND Timestamp < toDateTime({p10:Int64})) GROUP BY StackId
 -- parameters
 -- p0 = ""

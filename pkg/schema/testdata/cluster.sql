@@ -109,6 +109,64 @@ GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId;
 CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_samples_1h` ON CLUSTER 'flamehouse' AS `otel`.`otel_profile_samples_1h_local`
 ENGINE = Distributed('flamehouse', 'otel', 'otel_profile_samples_1h_local', cityHash64(TenantId, ServiceName));
 
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_service_samples_1m_local` ON CLUSTER 'flamehouse'
+(
+    `Timestamp` DateTime CODEC(Delta(4), ZSTD(1)),
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `ProfileType` LowCardinality(String) CODEC(ZSTD(1)),
+    `StackId` UInt64 CODEC(ZSTD(1)),
+    `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(1))
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+PARTITION BY toDate(Timestamp)
+ORDER BY (TenantId, ServiceName, ProfileType, Timestamp, StackId)
+TTL Timestamp + toIntervalSecond(2592000)
+SETTINGS ttl_only_drop_parts = 1;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS `otel`.`otel_profile_service_samples_1m_mv` ON CLUSTER 'flamehouse' TO `otel`.`otel_profile_service_samples_1m_local`
+AS SELECT
+    toStartOfMinute(Timestamp) AS Timestamp,
+    TenantId,
+    ServiceName,
+    ProfileType,
+    StackId,
+    sum(Value) AS Value
+FROM `otel`.`otel_profile_samples_local`
+GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_service_samples_1m` ON CLUSTER 'flamehouse' AS `otel`.`otel_profile_service_samples_1m_local`
+ENGINE = Distributed('flamehouse', 'otel', 'otel_profile_service_samples_1m_local', cityHash64(TenantId, ServiceName));
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_service_samples_1h_local` ON CLUSTER 'flamehouse'
+(
+    `Timestamp` DateTime CODEC(Delta(4), ZSTD(1)),
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `ProfileType` LowCardinality(String) CODEC(ZSTD(1)),
+    `StackId` UInt64 CODEC(ZSTD(1)),
+    `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(1))
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+PARTITION BY toMonday(Timestamp)
+ORDER BY (TenantId, ServiceName, ProfileType, Timestamp, StackId)
+TTL Timestamp + toIntervalSecond(31536000)
+SETTINGS ttl_only_drop_parts = 1;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS `otel`.`otel_profile_service_samples_1h_mv` ON CLUSTER 'flamehouse' TO `otel`.`otel_profile_service_samples_1h_local`
+AS SELECT
+    toStartOfHour(Timestamp) AS Timestamp,
+    TenantId,
+    ServiceName,
+    ProfileType,
+    StackId,
+    sum(Value) AS Value
+FROM `otel`.`otel_profile_samples_local`
+GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_service_samples_1h` ON CLUSTER 'flamehouse' AS `otel`.`otel_profile_service_samples_1h_local`
+ENGINE = Distributed('flamehouse', 'otel', 'otel_profile_service_samples_1h_local', cityHash64(TenantId, ServiceName));
+
 CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_stacks_local` ON CLUSTER 'flamehouse'
 (
     `TenantId` LowCardinality(String) CODEC(ZSTD(1)),

@@ -100,6 +100,58 @@ AS SELECT
 FROM `otel`.`otel_profile_samples`
 GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId;
 
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_service_samples_1m`
+(
+    `Timestamp` DateTime CODEC(Delta(4), ZSTD(1)),
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `ProfileType` LowCardinality(String) CODEC(ZSTD(1)),
+    `StackId` UInt64 CODEC(ZSTD(1)),
+    `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(1))
+)
+ENGINE = AggregatingMergeTree()
+PARTITION BY toDate(Timestamp)
+ORDER BY (TenantId, ServiceName, ProfileType, Timestamp, StackId)
+TTL Timestamp + toIntervalSecond(2592000)
+SETTINGS ttl_only_drop_parts = 1;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS `otel`.`otel_profile_service_samples_1m_mv` TO `otel`.`otel_profile_service_samples_1m`
+AS SELECT
+    toStartOfMinute(Timestamp) AS Timestamp,
+    TenantId,
+    ServiceName,
+    ProfileType,
+    StackId,
+    sum(Value) AS Value
+FROM `otel`.`otel_profile_samples`
+GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_service_samples_1h`
+(
+    `Timestamp` DateTime CODEC(Delta(4), ZSTD(1)),
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(1)),
+    `ProfileType` LowCardinality(String) CODEC(ZSTD(1)),
+    `StackId` UInt64 CODEC(ZSTD(1)),
+    `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(1))
+)
+ENGINE = AggregatingMergeTree()
+PARTITION BY toMonday(Timestamp)
+ORDER BY (TenantId, ServiceName, ProfileType, Timestamp, StackId)
+TTL Timestamp + toIntervalSecond(31536000)
+SETTINGS ttl_only_drop_parts = 1;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS `otel`.`otel_profile_service_samples_1h_mv` TO `otel`.`otel_profile_service_samples_1h`
+AS SELECT
+    toStartOfHour(Timestamp) AS Timestamp,
+    TenantId,
+    ServiceName,
+    ProfileType,
+    StackId,
+    sum(Value) AS Value
+FROM `otel`.`otel_profile_samples`
+GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId;
+
 CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_stacks`
 (
     `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
