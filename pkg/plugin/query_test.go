@@ -500,3 +500,23 @@ func TestRollupsAnswerLikeTheRawTable(t *testing.T) {
 		})
 	}
 }
+
+// TestQueriesCarryLimitsAndLogComment reads back, in ClickHouse, the
+// settings the datasource's queries carry.
+func TestQueriesCarryLimitsAndLogComment(t *testing.T) {
+	settings := embeddedSettings(t, "default")
+	settings["queryTimeout"] = "42"
+	ds := instance(t, settings, nil)
+	conn, err := ds.connection()
+	require.NoError(t, err)
+	ctx := ds.queryContext(context.Background(), &backend.User{Login: "alice"}, "dash-1", "7")
+	var comment, overflow string
+	var timeout float64
+	var rows uint64
+	require.NoError(t, conn.QueryRow(ctx, "SELECT getSetting('log_comment'), toFloat64(getSetting('max_execution_time')), "+
+		"toUInt64(getSetting('max_result_rows')), toString(getSetting('result_overflow_mode'))").Scan(&comment, &timeout, &rows, &overflow))
+	require.Equal(t, "flamehouse grafana_user:alice grafana_dashboard:dash-1 grafana_panel:7", comment)
+	require.InDelta(t, 42, timeout, 0.001)
+	require.Equal(t, uint64(maxResultRows), rows)
+	require.Equal(t, "throw", overflow)
+}
