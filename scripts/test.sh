@@ -41,6 +41,12 @@ npm run lint
 npm run format:check
 npm run test:ci
 
+step "browser e2e specs: run against GRAFANA_URL, else listed as skipped with the reason"
+if [ -z "${GRAFANA_URL:-}" ]; then
+  echo "GRAFANA_URL is not set: no Grafana to run the browser tests against (see docs/grafana.md)"
+fi
+npm run e2e
+
 step "plugin: frontend bundle and backend binary (dist/)"
 npm run build
 go tool mage -v build:linux

@@ -1,27 +1,172 @@
-import { CoreApp, DataSourceInstanceSettings, ScopedVars } from '@grafana/data';
+import {
+  AdHocVariableFilter,
+  CoreApp,
+  DataQueryRequest,
+  DataQueryResponse,
+  DataSourceGetTagKeysOptions,
+  DataSourceGetTagValuesOptions,
+  DataSourceInstanceSettings,
+  MetricFindValue,
+  ScopedVars,
+} from '@grafana/data';
 import { DataSourceWithBackend, getTemplateSrv } from '@grafana/runtime';
+import { Observable } from 'rxjs';
 
-import { DEFAULT_QUERY, FlamehouseOptions, ProfileQuery } from './types';
+import { interpolateQuery } from './interpolate';
+import { parseSelector } from './labelSelector';
+import { LookupCache, lookupParams, ResourceRange } from './resources';
+import { DEFAULT_QUERY, FlamehouseOptions, ProfileQuery, ProfileTypeInfo, VariableQuery } from './types';
+import { FlamehouseVariableSupport } from './variables';
 
-/** The Flamehouse datasource: every request goes through the Go backend. */
+/**
+ * The Flamehouse datasource. Queries run in the Go backend; the editors' lookups (profile types, services, label
+ * names and values) go through this class's methods, bounded by a time range and cached briefly.
+ */
 export class DataSource extends DataSourceWithBackend<ProfileQuery, FlamehouseOptions> {
+  /** jsonData.profiles.defaultProfileType: the backend's profile type for queries that name none. */
+  readonly defaultProfileType?: string;
+  /** jsonData.profiles.defaultMaxNodes: the backend's default flame graph size. */
+  readonly defaultMaxNodes?: number;
+  private readonly lookups = new LookupCache();
+
   constructor(instanceSettings: DataSourceInstanceSettings<FlamehouseOptions>) {
     super(instanceSettings);
+    const profiles = instanceSettings.jsonData?.profiles;
+    const profileType: unknown = profiles?.defaultProfileType;
+    this.defaultProfileType = typeof profileType === 'string' && profileType.trim() ? profileType.trim() : undefined;
+    this.defaultMaxNodes = Number(profiles?.defaultMaxNodes) > 0 ? Number(profiles?.defaultMaxNodes) : undefined;
+    this.variables = new FlamehouseVariableSupport(this);
   }
 
+  /** A flame graph over every series, of the datasource's default profile type when it has one. */
   getDefaultQuery(_: CoreApp): Partial<ProfileQuery> {
-    return DEFAULT_QUERY;
+    return this.defaultProfileType
+      ? { ...DEFAULT_QUERY, profileTypeId: this.defaultProfileType }
+      : { ...DEFAULT_QUERY };
   }
 
-  applyTemplateVariables(query: ProfileQuery, scopedVars: ScopedVars): ProfileQuery {
-    return {
-      ...query,
-      labelSelector: getTemplateSrv().replace(query.labelSelector ?? '', scopedVars),
-    };
-  }
-
-  /** A query without a profile type has nothing to show. */
+  /**
+   * Runs every query that is not hidden and asks for something. A query without a profile type runs when the
+   * datasource has a default one, or when it selects something (a Tempo link with an empty profileTypeId): the
+   * backend then explains what is missing.
+   */
   filterQuery(query: ProfileQuery): boolean {
-    return !!query.profileTypeId;
+    if (query.hide) {
+      return false;
+    }
+    return !!query.profileTypeId || !!this.defaultProfileType || selectsSomething(query);
   }
+
+  /** "both" is an Explore type (a flame graph and a graph side by side); elsewhere it is a flame graph. */
+  query(request: DataQueryRequest<ProfileQuery>): Observable<DataQueryResponse> {
+    if (request.app === CoreApp.Explore || !request.targets.some((t) => t.queryType === 'both')) {
+      return super.query(request);
+    }
+    const targets = request.targets.map((t): ProfileQuery =>
+      t.queryType === 'both' ? { ...t, queryType: 'profile' } : t
+    );
+    return super.query({ ...request, targets });
+  }
+
+  /** Replaces template variables and adds the ad hoc filters to the label selector. */
+  applyTemplateVariables(query: ProfileQuery, scopedVars: ScopedVars, filters?: AdHocVariableFilter[]): ProfileQuery {
+    return interpolateQuery(query, scopedVars, filters);
+  }
+
+  /** Interpolated copies of queries, e.g. for "Open in Explore". */
+  interpolateVariablesInQueries(
+    queries: ProfileQuery[],
+    scopedVars: ScopedVars,
+    filters?: AdHocVariableFilter[]
+  ): ProfileQuery[] {
+    return queries.map((q) => ({ ...interpolateQuery(q, scopedVars, filters), datasource: this.getRef() }));
+  }
+
+  /** The profile types with data in the range. */
+  async getProfileTypes(range?: ResourceRange): Promise<ProfileTypeInfo[]> {
+    const types = await this.lookup<ProfileTypeInfo[] | null>('profileTypes', lookupParams(range));
+    return (types ?? [])
+      .filter((t) => t && typeof t.id === 'string')
+      .map((t) => ({ id: t.id, label: t.label || t.id }));
+  }
+
+  /** The services with data in the range, of a profile type if given. */
+  async getServices(range?: ResourceRange, profileTypeId?: string): Promise<string[]> {
+    return strings(await this.lookup('services', lookupParams(range, this.interpolate(profileTypeId))));
+  }
+
+  /** Selector label names with data in the range: service_name and attribute keys, dots as underscores. */
+  async getLabelNames(range?: ResourceRange, profileTypeId?: string): Promise<string[]> {
+    return strings(await this.lookup('labelNames', lookupParams(range, this.interpolate(profileTypeId))));
+  }
+
+  /** Up to 1000 values of a label in the range. */
+  async getLabelValues(label: string, range?: ResourceRange, profileTypeId?: string): Promise<string[]> {
+    if (!label) {
+      return [];
+    }
+    const params = lookupParams(range, this.interpolate(profileTypeId), { label });
+    return strings(await this.lookup('labelValues', params));
+  }
+
+  /** Ad hoc filter keys: the label names in the dashboard's range. */
+  async getTagKeys(options?: DataSourceGetTagKeysOptions<ProfileQuery>): Promise<MetricFindValue[]> {
+    const names = await this.getLabelNames(options?.timeRange, profileTypeOf(options?.queries));
+    return names.map((text) => ({ text, value: text }));
+  }
+
+  /** Ad hoc filter values: a label's values in the dashboard's range. */
+  async getTagValues(options: DataSourceGetTagValuesOptions<ProfileQuery>): Promise<MetricFindValue[]> {
+    const values = await this.getLabelValues(options.key, options.timeRange, profileTypeOf(options.queries));
+    return values.map((text) => ({ text, value: text }));
+  }
+
+  /** The values a template variable query lists. */
+  async findVariableValues(
+    query: VariableQuery,
+    range?: ResourceRange,
+    scopedVars?: ScopedVars
+  ): Promise<MetricFindValue[]> {
+    const profileTypeId = getTemplateSrv().replace(query.profileTypeId ?? '', scopedVars);
+    switch (query.type) {
+      case 'profileTypes':
+        return (await this.getProfileTypes(range)).map((t): MetricFindValue => ({ text: t.label, value: t.id }));
+      case 'services':
+        return asValues(await this.getServices(range, profileTypeId));
+      case 'labelNames':
+        return asValues(await this.getLabelNames(range, profileTypeId));
+      case 'labelValues': {
+        const label = getTemplateSrv().replace(query.label ?? '', scopedVars);
+        return asValues(await this.getLabelValues(label, range, profileTypeId));
+      }
+    }
+    return [];
+  }
+
+  private lookup<T = unknown>(path: string, params: Record<string, string | number>): Promise<T> {
+    return this.lookups.get(path, params, () => this.getResource<T>(path, params));
+  }
+
+  private interpolate(text?: string): string | undefined {
+    return text ? getTemplateSrv().replace(text) : undefined;
+  }
+}
+
+/** Whether a query asks for anything beyond "every series": matchers, spans or a trace. */
+function selectsSomething(q: ProfileQuery): boolean {
+  const parsed = parseSelector(q.labelSelector ?? '');
+  const matchers = parsed.ok ? parsed.matchers.length > 0 : (q.labelSelector ?? '').trim() !== '';
+  return matchers || (q.spanSelector ?? []).some((s) => s.trim() !== '') || !!q.traceId?.trim();
+}
+
+function profileTypeOf(queries?: ProfileQuery[]): string | undefined {
+  return queries?.find((q) => q.profileTypeId)?.profileTypeId;
+}
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+}
+
+function asValues(values: string[]): MetricFindValue[] {
+  return values.map((text) => ({ text, value: text }));
 }

@@ -1,25 +1,169 @@
 import { DataSourceJsonData } from '@grafana/data';
 
-/** Flamehouse table location, inside jsonData.profiles. */
+/**
+ * Datasource settings: jsonData and secureJsonData. The keys mirror the Go
+ * backend's pkg/plugin/settings.go, which is authoritative for their meaning
+ * and defaults; the connection keys are those of the official ClickHouse
+ * datasource.
+ */
+
+export type Protocol = 'native' | 'http';
+
+/** One HTTP header sent with every request (protocol http only). */
+export interface HttpHeader {
+  name: string;
+  /** The value of a plain header; a secure header keeps it in secureJsonData `secureHttpHeaders.<name>`. */
+  value: string;
+  secure: boolean;
+}
+
+/** One ClickHouse setting sent with every query. */
+export interface CustomSetting {
+  setting: string;
+  value: string;
+}
+
+/** Where the Flamehouse tables are, and query defaults: jsonData.profiles. */
 export interface ProfilesOptions {
+  /** Database of the tables; default otel. */
   database?: string;
+  /** Prefix of the table names; default otel_. */
   tablePrefix?: string;
+  /** Tenant whose rows the datasource reads; default '' (the ingest's tenant when its auth is off). */
+  tenant?: string;
+  /** Profile type of queries that name none, e.g. process_cpu:cpu:nanoseconds:cpu:nanoseconds. */
+  defaultProfileType?: string;
+  /** Flame graph nodes of queries that set no maxNodes; default 16384. */
+  defaultMaxNodes?: number;
+  /** Seconds added on both sides of span and trace queries; default 60. */
+  spanWindowPadding?: string;
+  /** Shortest time-series interval in seconds; default 15. */
+  minStep?: string;
+  /** Traces datasource linked to profiles (frontend only until the backend reads it). */
+  tracesDatasourceUid?: string;
+  /** Logs datasource linked to profiles (frontend only until the backend reads it). */
+  logsDatasourceUid?: string;
 }
 
 /** jsonData, with connection keys named as in the official ClickHouse datasource. */
 export interface FlamehouseOptions extends DataSourceJsonData {
   host?: string;
+  /** Server port; 0 or unset means the protocol's default (see defaultPort). */
   port?: number;
-  protocol?: 'native' | 'http';
+  /** native (default) or http. */
+  protocol?: Protocol;
+  /** TLS on the connection. */
   secure?: boolean;
   tlsSkipVerify?: boolean;
+  /** Send a client certificate (secure tlsClientCert, tlsClientKey). */
+  tlsAuth?: boolean;
+  /** Verify the server with a CA certificate (secure tlsCACert). */
+  tlsAuthWithCACert?: boolean;
+  /** URL path of the HTTP interface behind a proxy (protocol http only). */
+  path?: string;
+  httpHeaders?: HttpHeader[];
+  customSettings?: CustomSetting[];
+  /** ClickHouse user; default "default". */
   username?: string;
+  /** The ClickHouse datasource's default database; Flamehouse reads its tables from profiles.database. */
+  defaultDatabase?: string;
+  /** Seconds; default 10. */
   dialTimeout?: string;
+  /** Seconds; default 60; also the queries' max_execution_time. */
   queryTimeout?: string;
   profiles?: ProfilesOptions;
 }
 
-/** secureJsonData: sent to the backend only. */
+/** Prefix of the secureJsonData key holding a secure HTTP header's value. */
+export const SECURE_HEADER_PREFIX = 'secureHttpHeaders.';
+
+export type SecureHeaderKey = `secureHttpHeaders.${string}`;
+
+/** secureJsonData: write-only, sent to the backend only. */
 export interface FlamehouseSecureJsonData {
   password?: string;
+  tlsCACert?: string;
+  tlsClientCert?: string;
+  tlsClientKey?: string;
+  [secureHeader: SecureHeaderKey]: string | undefined;
 }
+
+/** The secureJsonData key of the secure HTTP header `name`. */
+export function secureHeaderKey(name: string): SecureHeaderKey {
+  return `${SECURE_HEADER_PREFIX}${name}`;
+}
+
+/** The backend's defaults, shown as placeholders. */
+export const DEFAULTS = {
+  host: 'localhost',
+  protocol: 'native' as Protocol,
+  username: 'default',
+  dialTimeout: '10',
+  queryTimeout: '60',
+  database: 'otel',
+  tablePrefix: 'otel_',
+  defaultMaxNodes: 16384,
+  maxMaxNodes: 1 << 20,
+  spanWindowPadding: '60',
+  minStep: '15',
+  profileType: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds',
+};
+
+/** The port the backend uses when none is set: 9000 native, 8123 http, 9440 and 8443 with TLS. */
+export function defaultPort(protocol: Protocol | undefined, secure: boolean | undefined): number {
+  if (protocol === 'http') {
+    return secure ? 8443 : 8123;
+  }
+  return secure ? 9440 : 9000;
+}
+
+/**
+ * Every jsonData key the editor writes, for the tests that compare the
+ * frontend, the backend's settings.go and the provisioning example.
+ */
+export const JSON_DATA_KEYS = [
+  'host',
+  'port',
+  'protocol',
+  'secure',
+  'tlsSkipVerify',
+  'tlsAuth',
+  'tlsAuthWithCACert',
+  'path',
+  'httpHeaders',
+  'customSettings',
+  'username',
+  'defaultDatabase',
+  'dialTimeout',
+  'queryTimeout',
+  'profiles',
+] as const satisfies ReadonlyArray<keyof FlamehouseOptions>;
+
+export const PROFILES_KEYS = [
+  'database',
+  'tablePrefix',
+  'tenant',
+  'defaultProfileType',
+  'defaultMaxNodes',
+  'spanWindowPadding',
+  'minStep',
+  'tracesDatasourceUid',
+  'logsDatasourceUid',
+] as const satisfies ReadonlyArray<keyof ProfilesOptions>;
+
+/** Fixed secureJsonData keys; secure HTTP headers add secureHttpHeaders.<name>. */
+export const SECURE_KEYS = ['password', 'tlsCACert', 'tlsClientCert', 'tlsClientKey'] as const satisfies ReadonlyArray<
+  keyof FlamehouseSecureJsonData
+>;
+
+// The lists above name every key of the interfaces: a key added to an
+// interface and not to its list fails to compile here.
+type Unlisted<T, Listed> = Exclude<keyof T, Listed>;
+const everyKeyListed: [
+  Unlisted<Omit<FlamehouseOptions, keyof DataSourceJsonData>, (typeof JSON_DATA_KEYS)[number]>,
+  Unlisted<ProfilesOptions, (typeof PROFILES_KEYS)[number]>,
+  Exclude<Unlisted<FlamehouseSecureJsonData, (typeof SECURE_KEYS)[number]>, SecureHeaderKey>,
+] extends [never, never, never]
+  ? true
+  : false = true;
+void everyKeyListed;

@@ -3,17 +3,60 @@ import { DataQuery } from '@grafana/schema';
 /** What a query asks for; a superset of the Pyroscope datasource's model. */
 export type QueryType = 'profile' | 'metrics' | 'both' | 'table';
 
+/**
+ * A Flamehouse query, as the backend reads it (pkg/query/request.go). Targets built for Grafana Pyroscope (Tempo's
+ * "Related profiles" links, the span flame graph) have the same keys and run unchanged.
+ */
 export interface ProfileQuery extends DataQuery {
   queryType?: QueryType;
   /** name:sampleType:sampleUnit:periodType:periodUnit, e.g. process_cpu:cpu:nanoseconds:cpu:nanoseconds */
   profileTypeId?: string;
   /** Prometheus-style matchers, e.g. {service_name="checkout"} */
   labelSelector?: string;
+  /** Span ids, 16 hex digits each: only samples of those spans. */
+  spanSelector?: string[];
+  /** A trace id, 32 hex digits: only samples of that trace. */
+  traceId?: string;
+  /** Labels that split time series (at most 8). */
+  groupBy?: string[];
+  /** Time series: the top N groups; table: rows. */
+  limit?: number;
+  /** Flame graph nodes. */
+  maxNodes?: number;
 }
 
+/** The default query: a flame graph over every series. */
 export const DEFAULT_QUERY: Partial<ProfileQuery> = {
   queryType: 'profile',
   labelSelector: '{}',
 };
+
+/** A profile type as the `profileTypes` resource lists it. */
+export interface ProfileTypeInfo {
+  id: string;
+  label: string;
+}
+
+/** What a template variable query lists. */
+export type VariableQueryType = 'profileTypes' | 'services' | 'labelNames' | 'labelValues';
+
+/** A template variable query: the values of one editor resource. */
+export interface VariableQuery extends DataQuery {
+  type: VariableQueryType;
+  /** The label whose values to list (labelValues). */
+  label?: string;
+  /** Restricts services, label names and values to one profile type. */
+  profileTypeId?: string;
+  /** A readable summary, which Grafana shows as the variable's definition. */
+  query?: string;
+}
+
+const VARIABLE_TYPES: readonly VariableQueryType[] = ['profileTypes', 'services', 'labelNames', 'labelValues'];
+
+/** A stored variable query with a known type; a missing or unknown type (a new variable) lists services. */
+export function normalizeVariableQuery(query: Partial<VariableQuery> | undefined): VariableQuery {
+  const type = query?.type && VARIABLE_TYPES.includes(query.type) ? query.type : 'services';
+  return { ...query, refId: query?.refId ?? 'variable', type };
+}
 
 export type { FlamehouseOptions, FlamehouseSecureJsonData, ProfilesOptions } from './options';

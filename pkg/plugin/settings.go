@@ -98,6 +98,12 @@ type ProfilesSettings struct {
 	SpanWindowPadding string `json:"spanWindowPadding"`
 	// MinStep is the shortest time-series interval, in seconds; default 15.
 	MinStep string `json:"minStep"`
+	// TracesDatasourceUID names the datasource that opens trace links from
+	// profiles (Tempo, the ClickHouse plugin, ...); used by the frontend.
+	TracesDatasourceUID string `json:"tracesDatasourceUid"`
+	// LogsDatasourceUID names the datasource that opens log links from
+	// profiles (Loki, the ClickHouse plugin, ...); used by the frontend.
+	LogsDatasourceUID string `json:"logsDatasourceUid"`
 }
 
 var errNoHost = errors.New("server address (host) is missing: set it in the datasource's connection settings")

@@ -1,37 +1,63 @@
-import React, { ChangeEvent } from 'react';
+import React from 'react';
 import { QueryEditorProps } from '@grafana/data';
-import { InlineField, Input, Stack } from '@grafana/ui';
+import { Stack } from '@grafana/ui';
 
 import { DataSource } from '../datasource';
-import { selectors } from '../selectors';
 import { FlamehouseOptions, ProfileQuery } from '../types';
+import { useLabelNames, useProfileTypes } from './query/hooks';
+import { LabelSelectorEditor } from './query/LabelSelectorEditor';
+import { ProfileTypePicker } from './query/ProfileTypePicker';
+import { QueryErrors } from './query/QueryErrors';
+import { QueryOptions } from './query/QueryOptions';
 
 type Props = QueryEditorProps<DataSource, ProfileQuery, FlamehouseOptions>;
 
-/** Profile type and label selector, edited as text. */
-export function QueryEditor({ query, onChange, onRunQuery }: Props) {
-  const set = (patch: Partial<ProfileQuery>) => onChange({ ...query, ...patch });
+/**
+ * The query editor of Explore and panels, shaped like Pyroscope's: profile type and label selector, then the
+ * options collapsed under a summary, then the query's errors. Picks run the query at once; the selector text runs
+ * on blur or Shift+Enter.
+ */
+export function QueryEditor({ datasource, query, onChange, onRunQuery, range, app, data }: Props) {
+  const profileTypeId = query.profileTypeId || datasource.defaultProfileType;
+  const profileTypes = useProfileTypes(datasource, range);
+  const labelNames = useLabelNames(datasource, range, profileTypeId);
+  const change = (patch: Partial<ProfileQuery>, run = true) => {
+    onChange({ ...query, ...patch });
+    if (run) {
+      onRunQuery();
+    }
+  };
+  const lookupErrors = [
+    profileTypes.error && `Profile types: ${profileTypes.error}`,
+    labelNames.error && `Label names: ${labelNames.error}`,
+  ].filter((e): e is string => !!e);
+
   return (
-    <Stack gap={0}>
-      <InlineField label="Profile type" labelWidth={16}>
-        <Input
-          data-testid={selectors.query.profileTypeId}
-          value={query.profileTypeId ?? ''}
-          placeholder="process_cpu:cpu:nanoseconds:cpu:nanoseconds"
-          width={50}
-          onChange={(e: ChangeEvent<HTMLInputElement>) => set({ profileTypeId: e.currentTarget.value })}
-          onBlur={onRunQuery}
+    <Stack direction="column" gap={0.5}>
+      <Stack gap={1} wrap="wrap" alignItems="flex-start">
+        <ProfileTypePicker
+          value={query.profileTypeId}
+          defaultValue={datasource.defaultProfileType}
+          types={profileTypes}
+          onChange={(id) => change({ profileTypeId: id })}
         />
-      </InlineField>
-      <InlineField label="Labels" labelWidth={10} grow>
-        <Input
-          data-testid={selectors.query.labelSelector}
+        <LabelSelectorEditor
+          datasource={datasource}
+          range={range}
+          profileTypeId={profileTypeId}
           value={query.labelSelector ?? ''}
-          placeholder='{service_name="checkout"}'
-          onChange={(e: ChangeEvent<HTMLInputElement>) => set({ labelSelector: e.currentTarget.value })}
-          onBlur={onRunQuery}
+          labelNames={labelNames}
+          onChange={(labelSelector, run) => change({ labelSelector }, run)}
         />
-      </InlineField>
+      </Stack>
+      <QueryOptions
+        query={query}
+        app={app}
+        labelNames={labelNames}
+        defaultMaxNodes={datasource.defaultMaxNodes}
+        onChange={(patch) => change(patch)}
+      />
+      <QueryErrors data={data} refId={query.refId} lookupErrors={lookupErrors} />
     </Stack>
   );
 }

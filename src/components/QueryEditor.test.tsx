@@ -1,0 +1,366 @@
+import '../testing/dom';
+
+import React, { useState } from 'react';
+import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import { CoreApp, DataSourceInstanceSettings, dateTime, LoadingState, PanelData, TimeRange } from '@grafana/data';
+
+import { DataSource } from '../datasource';
+import { selectors } from '../selectors';
+import { installTemplateSrv } from '../testing/templateSrv';
+import { FlamehouseOptions, ProfileQuery } from '../types';
+import { QueryEditor } from './QueryEditor';
+
+// Select menus are slow in jsdom, the more so on a cold cache with parallel suites.
+jest.setTimeout(30_000);
+
+const CPU = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds';
+const ALLOC = 'memory:alloc_space:bytes:space:bytes';
+const INUSE = 'memory:inuse_space:bytes:space:bytes';
+
+const range: TimeRange = {
+  from: dateTime(Date.UTC(2025, 0, 2, 10, 0)),
+  to: dateTime(Date.UTC(2025, 0, 2, 11, 0)),
+  raw: { from: 'now-1h', to: 'now' },
+};
+
+const labelValues: Record<string, string[]> = {
+  service_name: ['cart', 'checkout'],
+  k8s_pod_name: ['api-1', 'api-2'],
+};
+const resources: Record<string, unknown> = {
+  profileTypes: [
+    { id: CPU, label: 'process_cpu - cpu' },
+    { id: ALLOC, label: 'memory - alloc_space' },
+    { id: INUSE, label: 'memory - inuse_space' },
+  ],
+  labelNames: ['k8s_pod_name', 'service_name', 'thread_name'],
+};
+
+interface Options {
+  app?: CoreApp;
+  data?: PanelData;
+  defaultMaxNodes?: number;
+  failing?: string;
+}
+
+/** Renders the editor around a query it owns, as Grafana does, with the resources above. */
+async function setup(
+  initial: Partial<ProfileQuery>,
+  { app = CoreApp.PanelEditor, data, defaultMaxNodes, failing }: Options = {}
+) {
+  const settings = { uid: 'fh', jsonData: { profiles: { defaultMaxNodes } } };
+  const ds = new DataSource(settings as unknown as DataSourceInstanceSettings<FlamehouseOptions>);
+  const getResource = jest.spyOn(ds, 'getResource').mockImplementation(async (path: string, params) => {
+    if (path === failing) {
+      throw { data: { message: `${path} failed: connection refused` } };
+    }
+    return path === 'labelValues' ? (labelValues[params?.label] ?? []) : resources[path];
+  });
+  const onChange = jest.fn();
+  const onRunQuery = jest.fn();
+  function Harness() {
+    const [query, setQuery] = useState<ProfileQuery>({ refId: 'A', ...initial });
+    const change = (q: ProfileQuery) => {
+      setQuery(q);
+      onChange(q);
+    };
+    return (
+      <QueryEditor
+        datasource={ds}
+        query={query}
+        onChange={change}
+        onRunQuery={onRunQuery}
+        range={range}
+        app={app}
+        data={data}
+      />
+    );
+  }
+  // Render and let the first lookups answer.
+  await act(async () => {
+    render(<Harness />);
+  });
+  const lastQuery = (): ProfileQuery => onChange.mock.lastCall?.[0];
+  return { getResource, onChange, onRunQuery, lastQuery };
+}
+
+/** Lets the lookups that an interaction started answer. */
+const settle = () => act(async () => {});
+
+/** Opens the Select inside an element and picks the option with a text. */
+async function pick(container: HTMLElement, text: string) {
+  const input = container.querySelector('input')!;
+  fireEvent.keyDown(input, { key: 'ArrowDown' });
+  fireEvent.click(await screen.findByText(text, { selector: '[role="option"] *, [role="option"]' }));
+  await settle();
+}
+
+const rows = () => screen.queryAllByTestId(selectors.query.matcherRow);
+const selectorText = () => screen.getByTestId(selectors.query.labelSelectorText) as HTMLInputElement;
+
+async function switchToCode() {
+  const modes = screen.getByTestId(selectors.query.labelSelectorMode);
+  fireEvent.click(within(modes).getByLabelText('Code'));
+  return selectorText();
+}
+
+describe('QueryEditor: profile type', () => {
+  it('shows the profile type by name and sample type, and asks for labels of it in the range', async () => {
+    const { getResource } = await setup({ profileTypeId: CPU });
+    const picker = screen.getByTestId(selectors.query.profileTypeId);
+    await waitFor(() => expect(picker.querySelector('input')).toHaveValue('process_cpu / cpu'));
+    expect(getResource).toHaveBeenCalledWith('profileTypes', { from: range.from.valueOf(), to: range.to.valueOf() });
+    expect(getResource).toHaveBeenCalledWith('labelNames', {
+      from: range.from.valueOf(),
+      to: range.to.valueOf(),
+      profileTypeId: CPU,
+    });
+  });
+
+  it('picks another type by name then sample type, and runs the query', async () => {
+    const { lastQuery, onRunQuery } = await setup({ profileTypeId: CPU });
+    const picker = screen.getByTestId(selectors.query.profileTypeId);
+    await waitFor(() => expect(picker.querySelector('input')).toHaveValue('process_cpu / cpu'));
+    fireEvent.click(picker.querySelector('input')!);
+    fireEvent.click(await screen.findByText('memory'));
+    fireEvent.click(await screen.findByText('inuse_space'));
+    await settle();
+    expect(lastQuery().profileTypeId).toBe(INUSE);
+    expect(onRunQuery).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe('QueryEditor: label selector as rows', () => {
+  it('shows one row per matcher, labels by their OTel names', async () => {
+    await setup({ labelSelector: '{service_name="checkout", k8s_pod_name=~"api-.*"}' });
+    expect(rows()).toHaveLength(2);
+    expect(within(rows()[0]).getByText('service.name')).toBeInTheDocument();
+    expect(within(rows()[0]).getByText('checkout')).toBeInTheDocument();
+    expect(within(rows()[1]).getByText('k8s.pod.name')).toBeInTheDocument();
+    expect(within(rows()[1]).getByText('=~')).toBeInTheDocument();
+    expect(within(rows()[1]).getByLabelText('Regular expression')).toHaveValue('api-.*');
+  });
+
+  it('changes a value from the label values of the range, and runs the query', async () => {
+    const { lastQuery, onRunQuery, getResource } = await setup({
+      profileTypeId: CPU,
+      labelSelector: '{service_name="checkout"}',
+    });
+    await pick(within(rows()[0]).getByTestId(selectors.query.matcherValue), 'cart');
+    expect(lastQuery().labelSelector).toBe('{service_name="cart"}');
+    expect(onRunQuery).toHaveBeenCalledTimes(1);
+    expect(getResource).toHaveBeenCalledWith('labelValues', expect.objectContaining({ label: 'service_name' }));
+  });
+
+  it('adds a row, which joins the query once it has a value, and removes rows', async () => {
+    const { lastQuery, onChange } = await setup({ labelSelector: '{service_name="checkout"}' });
+    fireEvent.click(screen.getByTestId(selectors.query.matcherAdd));
+    expect(rows()).toHaveLength(2);
+    await pick(within(rows()[1]).getByTestId(selectors.query.matcherName), 'k8s.pod.name');
+    expect(onChange).not.toHaveBeenCalled();
+    await pick(within(rows()[1]).getByTestId(selectors.query.matcherValue), 'api-2');
+    expect(lastQuery().labelSelector).toBe('{service_name="checkout", k8s_pod_name="api-2"}');
+    fireEvent.click(within(rows()[0]).getByTestId(selectors.query.matcherRemove));
+    await settle();
+    expect(lastQuery().labelSelector).toBe('{k8s_pod_name="api-2"}');
+    expect(rows()).toHaveLength(1);
+  });
+
+  it('changes the operator; a regexp is typed in', async () => {
+    const { lastQuery } = await setup({ labelSelector: '{k8s_pod_name="api-1"}' });
+    await pick(within(rows()[0]).getByTestId(selectors.query.matcherOp), '!~');
+    expect(lastQuery().labelSelector).toBe('{k8s_pod_name!~"api-1"}');
+    const regexp = within(rows()[0]).getByLabelText('Regular expression');
+    fireEvent.change(regexp, { target: { value: 'api-[0-9]+' } });
+    fireEvent.blur(regexp);
+    expect(lastQuery().labelSelector).toBe('{k8s_pod_name!~"api-[0-9]+"}');
+  });
+});
+
+describe('QueryEditor: label selector as text', () => {
+  it('shows the same selector as the rows, and back: text ⇄ rows', async () => {
+    const { lastQuery, onRunQuery } = await setup({ labelSelector: '{service_name="checkout"}' });
+    const input = await switchToCode();
+    expect(input).toHaveValue('{service_name="checkout"}');
+    fireEvent.change(input, { target: { value: `{"deployment.environment.name"='prod', thread_name!~"gc|jit"}` } });
+    fireEvent.blur(input);
+    expect(lastQuery().labelSelector).toBe(`{"deployment.environment.name"='prod', thread_name!~"gc|jit"}`);
+    expect(onRunQuery).toHaveBeenCalledTimes(1);
+
+    fireEvent.click(within(screen.getByTestId(selectors.query.labelSelectorMode)).getByLabelText('Builder'));
+    await settle();
+    expect(rows()).toHaveLength(2);
+    expect(within(rows()[0]).getByText('deployment.environment.name')).toBeInTheDocument();
+    expect(within(rows()[0]).getByText('prod')).toBeInTheDocument();
+    expect(within(rows()[1]).getByLabelText('Regular expression')).toHaveValue('gc|jit');
+  });
+
+  it('keeps invalid text, shows where it is wrong, and does not run it', async () => {
+    const { lastQuery, onRunQuery } = await setup({ labelSelector: '{}' });
+    const input = await switchToCode();
+    fireEvent.change(input, { target: { value: '{service_name="checkout"' } });
+    fireEvent.blur(input);
+    expect(screen.getByTestId(selectors.query.labelSelectorError)).toHaveTextContent(
+      'Invalid selector: position 25: expected "," or "}"'
+    );
+    expect(selectorText()).toHaveValue('{service_name="checkout"');
+    expect(lastQuery().labelSelector).toBe('{service_name="checkout"');
+    expect(onRunQuery).not.toHaveBeenCalled();
+    const builder = within(screen.getByTestId(selectors.query.labelSelectorMode)).getByLabelText('Builder');
+    expect(builder).toBeDisabled();
+  });
+
+  it('starts as text when the stored selector does not parse', async () => {
+    await setup({ labelSelector: '{a=b}' });
+    expect(selectorText()).toHaveValue('{a=b}');
+    expect(screen.getByTestId(selectors.query.labelSelectorError)).toHaveTextContent('expected quoted value');
+  });
+
+  it('runs on Shift+Enter', async () => {
+    const { lastQuery, onRunQuery } = await setup({ labelSelector: '{}' });
+    const input = await switchToCode();
+    fireEvent.change(input, { target: { value: '{thread_name="main"}' } });
+    fireEvent.keyDown(input, { key: 'Enter', shiftKey: true });
+    expect(lastQuery().labelSelector).toBe('{thread_name="main"}');
+    expect(onRunQuery).toHaveBeenCalledTimes(1);
+  });
+
+  it('suggests label names, then values, at the cursor', async () => {
+    const { lastQuery } = await setup({ labelSelector: '{}' });
+    const input = await switchToCode();
+    fireEvent.focus(input);
+    fireEvent.change(input, { target: { value: '{k8s}' } });
+    input.setSelectionRange(4, 4);
+    fireEvent.click(input);
+    const names = await screen.findByTestId(selectors.query.suggestions);
+    expect(
+      within(names)
+        .getAllByRole('option')
+        .map((o) => o.title)
+    ).toEqual(['k8s.pod.name']);
+    fireEvent.keyDown(input, { key: 'Enter' });
+    expect(input).toHaveValue('{k8s_pod_name=""}');
+
+    await waitFor(() => expect(screen.getByTestId(selectors.query.suggestions)).toHaveTextContent('api-2'));
+    const values = within(screen.getByTestId(selectors.query.suggestions)).getAllByRole('option');
+    expect(values.map((o) => o.textContent)).toEqual(['api-1', 'api-2']);
+    fireEvent.mouseDown(values[1]);
+    expect(input).toHaveValue('{k8s_pod_name="api-2"}');
+    fireEvent.blur(input);
+    expect(lastQuery().labelSelector).toBe('{k8s_pod_name="api-2"}');
+  });
+});
+
+describe('QueryEditor: options', () => {
+  const summary = () => screen.getByTestId(selectors.query.optionsSummary);
+
+  it('are collapsed under a summary', async () => {
+    await setup({ queryType: 'metrics', groupBy: ['service_name'], limit: 10, spanSelector: ['00000000000000a1'] });
+    expect(summary()).toHaveTextContent('Type: Metrics, Group by: service_name, Limit: 10, Spans: 00000000000000a1');
+    expect(screen.queryByTestId(selectors.query.queryType)).not.toBeInTheDocument();
+  });
+
+  it('set the query type and run the query; Both is offered in Explore only', async () => {
+    const { lastQuery, onRunQuery } = await setup({ queryType: 'profile' });
+    fireEvent.click(summary());
+    const types = screen.getByTestId(selectors.query.queryType);
+    expect(within(types).queryByLabelText('Both')).not.toBeInTheDocument();
+    fireEvent.click(within(types).getByLabelText('Table'));
+    expect(lastQuery().queryType).toBe('table');
+    expect(onRunQuery).toHaveBeenCalledTimes(1);
+    expect(summary()).toHaveTextContent('Type: Table');
+  });
+
+  it('offer Both in Explore', async () => {
+    const { lastQuery } = await setup({ queryType: 'profile' }, { app: CoreApp.Explore });
+    fireEvent.click(summary());
+    fireEvent.click(within(screen.getByTestId(selectors.query.queryType)).getByLabelText('Both'));
+    expect(lastQuery().queryType).toBe('both');
+  });
+
+  it('show "both" as a flame graph outside Explore', async () => {
+    await setup({ queryType: 'both' });
+    expect(summary()).toHaveTextContent('Type: Profile');
+  });
+
+  it('group by labels', async () => {
+    const { lastQuery, onRunQuery } = await setup({ queryType: 'metrics' });
+    fireEvent.click(summary());
+    await pick(screen.getByTestId(selectors.query.groupBy), 'k8s.pod.name');
+    expect(lastQuery().groupBy).toEqual(['k8s_pod_name']);
+    expect(onRunQuery).toHaveBeenCalledTimes(1);
+  });
+
+  it('store limit and max nodes as numbers; max nodes shows the default', async () => {
+    const { lastQuery } = await setup({}, { defaultMaxNodes: 4096 });
+    fireEvent.click(summary());
+    const maxNodes = screen.getByTestId(selectors.query.maxNodes);
+    expect(maxNodes).toHaveAttribute('placeholder', '4096');
+    fireEvent.change(maxNodes, { target: { value: '2000' } });
+    fireEvent.blur(maxNodes);
+    expect(lastQuery().maxNodes).toBe(2000);
+    const limit = screen.getByTestId(selectors.query.limit);
+    fireEvent.change(limit, { target: { value: '0.5' } });
+    fireEvent.blur(limit);
+    expect(screen.getByText('A whole number from 1 to 10000')).toBeInTheDocument();
+    expect(lastQuery().limit).toBeUndefined();
+  });
+
+  it('check span ids and the trace id before storing them', async () => {
+    const { lastQuery, onChange } = await setup({});
+    fireEvent.click(summary());
+    const spans = screen.getByTestId(selectors.query.spanSelector);
+    fireEvent.change(spans, { target: { value: 'xyz, 00000000000000a1' } });
+    fireEvent.blur(spans);
+    expect(screen.getByText('Not a span id (16 hex digits): xyz')).toBeInTheDocument();
+    expect(onChange).not.toHaveBeenCalled();
+    expect(spans).toHaveValue('xyz, 00000000000000a1');
+    fireEvent.change(spans, { target: { value: '00000000000000a1 00000000000000B2, $span' } });
+    fireEvent.blur(spans);
+    expect(lastQuery().spanSelector).toEqual(['00000000000000a1', '00000000000000B2', '$span']);
+
+    const trace = screen.getByTestId(selectors.query.traceId);
+    fireEvent.change(trace, { target: { value: 'abc' } });
+    fireEvent.blur(trace);
+    expect(screen.getByText('A trace id is 32 hex digits')).toBeInTheDocument();
+    fireEvent.change(trace, { target: { value: '0123456789abcdef0123456789abcdef' } });
+    fireEvent.keyDown(trace, { key: 'Enter' });
+    expect(lastQuery().traceId).toBe('0123456789abcdef0123456789abcdef');
+    expect(screen.queryByText('A trace id is 32 hex digits')).not.toBeInTheDocument();
+  });
+});
+
+describe('QueryEditor: errors', () => {
+  it("shows the backend's errors of its own query", async () => {
+    const data: PanelData = {
+      state: LoadingState.Error,
+      series: [],
+      timeRange: range,
+      errors: [
+        { refId: 'A', message: 'label selector: position 3: expected "=", "!=", "=~" or "!~"' },
+        { refId: 'B', message: 'an error of query B' },
+      ],
+    };
+    await setup({ labelSelector: '{}' }, { data });
+    const errors = screen.getByTestId(selectors.query.errors);
+    expect(errors).toHaveTextContent('label selector: position 3');
+    expect(errors).not.toHaveTextContent('an error of query B');
+  });
+
+  it('shows nothing without errors', async () => {
+    await setup({ labelSelector: '{}' }, { data: { state: LoadingState.Done, series: [], timeRange: range } });
+    expect(screen.queryByTestId(selectors.query.errors)).not.toBeInTheDocument();
+  });
+
+  it('says when suggestions cannot be loaded', async () => {
+    await setup({ labelSelector: '{}' }, { failing: 'labelNames' });
+    const errors = await screen.findByTestId(selectors.query.errors);
+    expect(errors).toHaveTextContent('Label names: labelNames failed: connection refused');
+  });
+});
+
+beforeEach(() => {
+  installTemplateSrv();
+});
+
+afterEach(settle);

@@ -1,0 +1,153 @@
+import React from 'react';
+import { DataSourceInstanceSettings } from '@grafana/data';
+import { DataSourcePicker } from '@grafana/runtime';
+import { Field, Input } from '@grafana/ui';
+
+import { DEFAULTS, ProfilesOptions } from '../../options';
+import { selectors } from '../../selectors';
+import { ConfigSection } from './ConfigSection';
+import { numberOrUndefined, textValue } from './inputs';
+import { EditorProps, withProfiles } from './update';
+import { databaseError, maxNodesError, profileTypeError, secondsError, tablePrefixError } from './validation';
+
+/** Where the Flamehouse tables are, query defaults, and the linked traces and logs datasources (jsonData.profiles). */
+export function ProfilesSection({ options, onOptionsChange }: EditorProps) {
+  const profiles: ProfilesOptions = options.jsonData.profiles ?? {};
+  const set = (patch: Partial<ProfilesOptions>) => onOptionsChange(withProfiles(options, patch));
+  const errors = {
+    database: databaseError(profiles.database),
+    tablePrefix: tablePrefixError(profiles.tablePrefix),
+    profileType: profileTypeError(profiles.defaultProfileType),
+    maxNodes: maxNodesError(profiles.defaultMaxNodes),
+    padding: secondsError(profiles.spanWindowPadding),
+    minStep: secondsError(profiles.minStep),
+  };
+  return (
+    <ConfigSection
+      title="Profiles"
+      testId={selectors.config.sections.profiles}
+      description="Where Flamehouse keeps its tables, defaults for queries, and the datasources profiles link to."
+    >
+      <Field
+        label="Database"
+        description={`Database of the Flamehouse tables; default ${DEFAULTS.database}`}
+        invalid={!!errors.database}
+        error={errors.database}
+      >
+        <Input
+          data-testid={selectors.config.database}
+          value={profiles.database ?? ''}
+          placeholder={DEFAULTS.database}
+          width={40}
+          onChange={textValue((database) => set({ database }))}
+        />
+      </Field>
+      <Field
+        label="Table prefix"
+        description={`Prefix of the table names (${DEFAULTS.tablePrefix}profile_samples, …); default ${DEFAULTS.tablePrefix}`}
+        invalid={!!errors.tablePrefix}
+        error={errors.tablePrefix}
+      >
+        <Input
+          data-testid={selectors.config.tablePrefix}
+          value={profiles.tablePrefix ?? ''}
+          placeholder={DEFAULTS.tablePrefix}
+          width={40}
+          onChange={textValue((tablePrefix) => set({ tablePrefix }))}
+        />
+      </Field>
+      <Field label="Tenant" description="Tenant whose profiles this datasource reads; empty when ingest auth is off">
+        <Input
+          data-testid={selectors.config.tenant}
+          value={profiles.tenant ?? ''}
+          placeholder="(none)"
+          width={40}
+          onChange={textValue((tenant) => set({ tenant }))}
+        />
+      </Field>
+      <Field
+        label="Default profile type"
+        description="Used by queries that name none, such as links from other datasources"
+        invalid={!!errors.profileType}
+        error={errors.profileType}
+      >
+        <Input
+          data-testid={selectors.config.defaultProfileType}
+          value={profiles.defaultProfileType ?? ''}
+          placeholder={DEFAULTS.profileType}
+          width={60}
+          onChange={textValue((defaultProfileType) => set({ defaultProfileType }))}
+        />
+      </Field>
+      <Field
+        label="Default max nodes"
+        description={`Flame graph nodes when a query sets none; the rest is folded into "other". Default ${DEFAULTS.defaultMaxNodes}`}
+        invalid={!!errors.maxNodes}
+        error={errors.maxNodes}
+      >
+        <Input
+          data-testid={selectors.config.defaultMaxNodes}
+          type="number"
+          value={profiles.defaultMaxNodes ?? ''}
+          placeholder={String(DEFAULTS.defaultMaxNodes)}
+          width={20}
+          onChange={textValue((v) => set({ defaultMaxNodes: numberOrUndefined(v) }))}
+        />
+      </Field>
+      <Field
+        label="Span window padding (seconds)"
+        description={`Added on both sides of span and trace queries' time range; default ${DEFAULTS.spanWindowPadding}`}
+        invalid={!!errors.padding}
+        error={errors.padding}
+      >
+        <Input
+          data-testid={selectors.config.spanWindowPadding}
+          value={profiles.spanWindowPadding ?? ''}
+          placeholder={DEFAULTS.spanWindowPadding}
+          width={20}
+          onChange={textValue((spanWindowPadding) => set({ spanWindowPadding }))}
+        />
+      </Field>
+      <Field
+        label="Minimal step (seconds)"
+        description={`Shortest interval of time series; default ${DEFAULTS.minStep}`}
+        invalid={!!errors.minStep}
+        error={errors.minStep}
+      >
+        <Input
+          data-testid={selectors.config.minStep}
+          value={profiles.minStep ?? ''}
+          placeholder={DEFAULTS.minStep}
+          width={20}
+          onChange={textValue((minStep) => set({ minStep }))}
+        />
+      </Field>
+      <Field label="Traces datasource" description="Traces of the profiled services, e.g. Tempo">
+        <div data-testid={selectors.config.tracesDatasource}>
+          <DataSourcePicker
+            tracing
+            noDefault
+            width={40}
+            current={profiles.tracesDatasourceUid || undefined}
+            placeholder="Choose a traces datasource"
+            onChange={(ds: DataSourceInstanceSettings) => set({ tracesDatasourceUid: ds.uid })}
+            onClear={() => set({ tracesDatasourceUid: undefined })}
+          />
+        </div>
+      </Field>
+      <Field label="Logs datasource" description="Logs of the profiled services, e.g. Loki">
+        <div data-testid={selectors.config.logsDatasource}>
+          <DataSourcePicker
+            logs
+            noDefault
+            width={40}
+            current={profiles.logsDatasourceUid || undefined}
+            placeholder="Choose a logs datasource"
+            onChange={(ds: DataSourceInstanceSettings) => set({ logsDatasourceUid: ds.uid })}
+            onClear={() => set({ logsDatasourceUid: undefined })}
+          />
+        </div>
+      </Field>
+    </ConfigSection>
+  );
+}

@@ -1,0 +1,70 @@
+import {
+  databaseError,
+  headerNameError,
+  maxNodesError,
+  portError,
+  profileTypeError,
+  secondsError,
+  settingNameError,
+  tablePrefixError,
+} from './validation';
+
+// The same rules as the backend's LoadSettings (pkg/plugin/settings.go) and
+// schema.Config.Validate (pkg/schema/config.go); an empty value is the default.
+describe('field checks', () => {
+  it.each([undefined, '', '10', '0', '2.5', '.5', ' 7 '])('accepts %j seconds', (v) => {
+    expect(secondsError(v)).toBeUndefined();
+  });
+
+  it.each(['-1', 'ten', '10s', '1,5'])('refuses %j seconds', (v) => {
+    expect(secondsError(v)).toBeDefined();
+  });
+
+  it('checks ports', () => {
+    expect(portError(undefined)).toBeUndefined();
+    expect(portError(8123)).toBeUndefined();
+    expect(portError(0)).toBeUndefined(); // the default port, as in the backend
+    expect(portError(65536)).toBeDefined();
+    expect(portError(80.5)).toBeDefined();
+  });
+
+  it('checks the database and the table prefix like the schema does', () => {
+    expect(databaseError('otel')).toBeUndefined();
+    expect(databaseError('_profiles2')).toBeUndefined();
+    expect(databaseError('2profiles')).toBeDefined();
+    expect(databaseError('my-db')).toBeDefined();
+    expect(tablePrefixError('')).toBeUndefined();
+    expect(tablePrefixError('2024_')).toBeUndefined();
+    expect(tablePrefixError('otel.')).toBeDefined();
+  });
+
+  it('checks profile type ids', () => {
+    expect(profileTypeError('process_cpu:cpu:nanoseconds:cpu:nanoseconds')).toBeUndefined();
+    expect(profileTypeError('memory:alloc_space:bytes::')).toBeUndefined();
+    expect(profileTypeError('process_cpu:cpu')).toBeDefined();
+    expect(profileTypeError(':cpu:nanoseconds:cpu:nanoseconds')).toBeDefined();
+  });
+
+  it('checks max nodes', () => {
+    expect(maxNodesError(16384)).toBeUndefined();
+    expect(maxNodesError(0)).toBeUndefined(); // the default, as in the backend
+    expect(maxNodesError(1 << 20)).toBeUndefined();
+    expect(maxNodesError((1 << 20) + 1)).toBeDefined();
+    expect(maxNodesError(-1)).toBeDefined();
+    expect(maxNodesError(1.5)).toBeDefined();
+  });
+
+  it('checks setting and header names', () => {
+    expect(settingNameError('max_threads')).toBeUndefined();
+    expect(settingNameError('')).toMatch(/Name the setting/);
+    expect(settingNameError('max threads')).toBeDefined();
+    const headers = [
+      { name: 'X-A', value: '', secure: false },
+      { name: 'X-B:', value: '', secure: false },
+      { name: 'x-a', value: '', secure: false },
+    ];
+    expect(headerNameError(headers, 0)).toBeUndefined();
+    expect(headerNameError(headers, 1)).toMatch(/no spaces or colons/);
+    expect(headerNameError(headers, 2)).toMatch(/already set/);
+  });
+});

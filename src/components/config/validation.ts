@@ -1,0 +1,83 @@
+import { DEFAULTS, HttpHeader } from '../../options';
+
+/**
+ * Checks of single fields, the same as the backend's LoadSettings makes
+ * (pkg/plugin/settings.go, pkg/schema/config.go), so that a mistake shows
+ * next to the field before "Save & test". Each returns an error message, or
+ * undefined when the value is fine; an empty value means the default.
+ */
+
+const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const tablePrefix = /^[A-Za-z0-9_]*$/;
+const number = /^\d+(\.\d*)?$|^\.\d+$/;
+
+/** A number of seconds, as dialTimeout, queryTimeout, spanWindowPadding and minStep. */
+export function secondsError(v: string | undefined): string | undefined {
+  if (!v || number.test(v.trim())) {
+    return undefined;
+  }
+  return 'Must be a number of seconds, e.g. 10';
+}
+
+export function portError(port: number | undefined): string | undefined {
+  if (port === undefined || (Number.isInteger(port) && port >= 0 && port <= 65535)) {
+    return undefined;
+  }
+  return 'Must be a port number between 1 and 65535';
+}
+
+export function databaseError(v: string | undefined): string | undefined {
+  if (!v || identifier.test(v)) {
+    return undefined;
+  }
+  return 'Must be a plain identifier: letters, digits and underscores, not starting with a digit';
+}
+
+export function tablePrefixError(v: string | undefined): string | undefined {
+  if (!v || tablePrefix.test(v)) {
+    return undefined;
+  }
+  return 'Must consist of letters, digits and underscores';
+}
+
+export function profileTypeError(v: string | undefined): string | undefined {
+  if (!v) {
+    return undefined;
+  }
+  const parts = v.split(':');
+  if (parts.length === 5 && parts[0] !== '' && parts[1] !== '') {
+    return undefined;
+  }
+  return `Must be name:sampleType:sampleUnit:periodType:periodUnit, e.g. ${DEFAULTS.profileType}`;
+}
+
+/** Flame graph nodes; 0 means the default, as in the backend. */
+export function maxNodesError(n: number | undefined): string | undefined {
+  if (n === undefined || (Number.isInteger(n) && n >= 0 && n <= DEFAULTS.maxMaxNodes)) {
+    return undefined;
+  }
+  return `Must be a whole number between 1 and ${DEFAULTS.maxMaxNodes}`;
+}
+
+/** A ClickHouse setting name. */
+export function settingNameError(v: string): string | undefined {
+  if (identifier.test(v)) {
+    return undefined;
+  }
+  return v === '' ? 'Name the setting, e.g. max_threads' : 'Not a ClickHouse setting name';
+}
+
+/** An HTTP header name: present, without spaces, colons or line breaks, and used once. */
+export function headerNameError(headers: HttpHeader[], index: number): string | undefined {
+  const name = headers[index].name;
+  if (name === '') {
+    return 'Name the header';
+  }
+  if (/[ :\r\n]/.test(name)) {
+    return 'A header name has no spaces or colons';
+  }
+  if (headers.findIndex((h) => h.name.toLowerCase() === name.toLowerCase()) !== index) {
+    return 'This header is already set above';
+  }
+  return undefined;
+}

@@ -1,0 +1,220 @@
+import React, { useState } from 'react';
+import { CoreApp, SelectableValue } from '@grafana/data';
+import { Collapse, InlineField, InlineFieldRow, Input, MultiSelect, RadioButtonGroup } from '@grafana/ui';
+
+import { containsVariable } from '../../interpolate';
+import { labelOption } from '../../labelNames';
+import { selectors } from '../../selectors';
+import { ProfileQuery, QueryType } from '../../types';
+import { Lookup } from './hooks';
+
+/** Backend limits (pkg/query/request.go). */
+export const LIMITS = { groupBy: 8, limit: 10000, maxNodes: 1 << 20, defaultMaxNodes: 16384 };
+
+const TYPES: Array<SelectableValue<QueryType>> = [
+  { label: 'Profile', value: 'profile', description: 'Flame graph' },
+  { label: 'Metrics', value: 'metrics', description: 'Time series' },
+  { label: 'Both', value: 'both', description: 'Flame graph and time series' },
+  { label: 'Table', value: 'table', description: 'Top functions' },
+];
+
+interface Props {
+  query: ProfileQuery;
+  app?: CoreApp;
+  labelNames: Lookup<string[]>;
+  defaultMaxNodes?: number;
+  /** Stores the changes and runs the query. */
+  onChange: (patch: Partial<ProfileQuery>) => void;
+}
+
+/** The query type as the editor shows it: "both" is offered in Explore only, and is a flame graph elsewhere. */
+export function effectiveQueryType(query: ProfileQuery, app?: CoreApp): QueryType {
+  const type = query.queryType ?? 'profile';
+  return type === 'both' && app !== CoreApp.Explore ? 'profile' : type;
+}
+
+/** The collapsed options' summary, e.g. "Type: Metrics, Group by: service_name, Limit: 10". */
+export function optionsSummary(query: ProfileQuery, app?: CoreApp): string {
+  const type = effectiveQueryType(query, app);
+  const parts = [`Type: ${TYPES.find((t) => t.value === type)?.label ?? type}`];
+  if (query.groupBy?.length) {
+    parts.push(`Group by: ${query.groupBy.join(', ')}`);
+  }
+  if (query.limit) {
+    parts.push(`Limit: ${query.limit}`);
+  }
+  if (query.maxNodes) {
+    parts.push(`Max nodes: ${query.maxNodes}`);
+  }
+  if (query.spanSelector?.length) {
+    parts.push(`Spans: ${query.spanSelector.join(', ')}`);
+  }
+  if (query.traceId) {
+    parts.push(`Trace: ${query.traceId}`);
+  }
+  return parts.join(', ');
+}
+
+/** Query type, group by, limit, max nodes, span ids and trace id, collapsed under a summary. */
+export function QueryOptions({ query, app, labelNames, defaultMaxNodes, onChange }: Props) {
+  const [open, setOpen] = useState(false);
+  const types = TYPES.filter((t) => t.value !== 'both' || app === CoreApp.Explore);
+  const groupBy = query.groupBy ?? [];
+  return (
+    <div data-testid={selectors.query.options}>
+      <Collapse
+        isOpen={open}
+        onToggle={() => setOpen(!open)}
+        label={
+          <span>
+            Options <small data-testid={selectors.query.optionsSummary}>{optionsSummary(query, app)}</small>
+          </span>
+        }
+      >
+        <InlineFieldRow>
+          <InlineField label="Query type" labelWidth={14}>
+            <div data-testid={selectors.query.queryType}>
+              <RadioButtonGroup
+                options={types}
+                value={effectiveQueryType(query, app)}
+                onChange={(queryType) => onChange({ queryType })}
+              />
+            </div>
+          </InlineField>
+        </InlineFieldRow>
+        <InlineFieldRow data-testid={selectors.query.groupBy}>
+          <InlineField
+            label="Group by"
+            labelWidth={14}
+            tooltip={`Labels that split the time series (metrics), at most ${LIMITS.groupBy}.`}
+            invalid={groupBy.length > LIMITS.groupBy}
+            error={`At most ${LIMITS.groupBy} labels`}
+          >
+            <MultiSelect
+              aria-label="Group by"
+              width={50}
+              placeholder="Labels"
+              options={labelNames.value.map(labelOption)}
+              isLoading={labelNames.loading}
+              value={groupBy}
+              allowCustomValue
+              onChange={(v) => onChange({ groupBy: v.map((o) => o.value ?? '').filter(Boolean) })}
+            />
+          </InlineField>
+        </InlineFieldRow>
+        <InlineFieldRow>
+          <CommitInput
+            label="Limit"
+            tooltip="Time series: the top N groups by total (default 100). Table: rows (default 1000)."
+            testId={selectors.query.limit}
+            value={query.limit === undefined ? '' : String(query.limit)}
+            placeholder="100"
+            validate={(t) => validateCount(t, LIMITS.limit)}
+            onCommit={(t) => onChange({ limit: t ? Number(t) : undefined })}
+          />
+          <CommitInput
+            label="Max nodes"
+            tooltip="Flame graph nodes; smaller ones are folded into 'other'."
+            testId={selectors.query.maxNodes}
+            value={query.maxNodes === undefined ? '' : String(query.maxNodes)}
+            placeholder={String(defaultMaxNodes ?? LIMITS.defaultMaxNodes)}
+            validate={(t) => validateCount(t, LIMITS.maxNodes)}
+            onCommit={(t) => onChange({ maxNodes: t ? Number(t) : undefined })}
+          />
+        </InlineFieldRow>
+        <InlineFieldRow>
+          <CommitInput
+            label="Span IDs"
+            tooltip="Only samples of these spans: 16 hex digits each, separated by commas or spaces."
+            testId={selectors.query.spanSelector}
+            width={50}
+            value={(query.spanSelector ?? []).join(', ')}
+            placeholder="e.g. 1a2b3c4d5e6f7a8b"
+            validate={validateSpanIds}
+            onCommit={(t) => onChange({ spanSelector: splitIds(t) })}
+          />
+          <CommitInput
+            label="Trace ID"
+            tooltip="Only samples of this trace: 32 hex digits."
+            testId={selectors.query.traceId}
+            width={40}
+            value={query.traceId ?? ''}
+            placeholder="32 hex digits"
+            validate={validateTraceId}
+            onCommit={(t) => onChange({ traceId: t || undefined })}
+          />
+        </InlineFieldRow>
+      </Collapse>
+    </div>
+  );
+}
+
+/** Span ids typed in a field: separated by commas or whitespace. */
+export function splitIds(text: string): string[] {
+  return text.split(/[\s,]+/).filter((s) => s !== '');
+}
+
+/** Why span ids are invalid, or undefined. Variables are accepted as they are. */
+export function validateSpanIds(text: string): string | undefined {
+  const bad = splitIds(text).filter((id) => !/^[0-9a-fA-F]{16}$/.test(id) && !containsVariable(id));
+  return bad.length ? `Not a span id (16 hex digits): ${bad.join(', ')}` : undefined;
+}
+
+/** Why a trace id is invalid, or undefined. */
+export function validateTraceId(text: string): string | undefined {
+  const id = text.trim();
+  return id === '' || /^[0-9a-fA-F]{32}$/.test(id) || containsVariable(id) ? undefined : 'A trace id is 32 hex digits';
+}
+
+function validateCount(text: string, max: number): string | undefined {
+  if (text.trim() === '') {
+    return undefined;
+  }
+  const n = Number(text);
+  return Number.isInteger(n) && n >= 1 && n <= max ? undefined : `A whole number from 1 to ${max}`;
+}
+
+interface CommitInputProps {
+  label: string;
+  tooltip: string;
+  testId: string;
+  value: string;
+  placeholder?: string;
+  width?: number;
+  validate: (text: string) => string | undefined;
+  onCommit: (text: string) => void;
+}
+
+/** A text field stored on blur or Enter when valid; invalid text stays, with its error. */
+function CommitInput({ label, tooltip, testId, value, placeholder, width = 16, validate, onCommit }: CommitInputProps) {
+  const [text, setText] = useState(value);
+  const [synced, setSynced] = useState(value);
+  const [error, setError] = useState<string>();
+  if (value !== synced) {
+    setSynced(value);
+    setText(value);
+    setError(undefined);
+  }
+  const commit = () => {
+    const trimmed = text.trim();
+    const err = validate(trimmed);
+    setError(err);
+    if (!err && trimmed !== value) {
+      onCommit(trimmed);
+    }
+  };
+  return (
+    <InlineField label={label} labelWidth={14} tooltip={tooltip} invalid={!!error} error={error}>
+      <Input
+        data-testid={testId}
+        aria-label={label}
+        width={width}
+        value={text}
+        placeholder={placeholder}
+        onChange={(e) => setText(e.currentTarget.value)}
+        onBlur={commit}
+        onKeyDown={(e) => e.key === 'Enter' && commit()}
+      />
+    </InlineField>
+  );
+}
