@@ -55,7 +55,9 @@ func BenchmarkQuery(b *testing.B) {
 	f := newFixture(b, nil)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	fillBenchData(b, f, start, minutes, hours, rate)
-	end := start.Add(time.Duration(minutes) * time.Minute)
+	// Ranges end off the minute, as Grafana's "now" does: their edges are
+	// read from the raw table, whose rows grow with the rate.
+	end := start.Add(time.Duration(minutes)*time.Minute - 17*time.Second)
 	for _, bq := range []struct {
 		name     string
 		from     time.Time
@@ -102,32 +104,105 @@ func BenchmarkQuery(b *testing.B) {
 // synthesizes sample rows in ClickHouse.
 func fillBenchData(b *testing.B, f *fixture, start time.Time, minutes, hours, rate int) {
 	b.Helper()
-	g := profilegen.New(profilegen.DefaultConfig())
-	for i := range 3 { // about 40k of the 50k stacks, as in an hour of real reports
-		f.send(b, g.Report(start.Add(-time.Duration(hours+1)*time.Hour+time.Duration(i)*5*time.Second)))
-	}
+	fillSamples(b, f, "", start, minutes, hours, rate)
+}
+
+// fillSamples registers the workload's stacks through the ingest (tenant
+// "") and synthesizes a tenant's sample rows in ClickHouse.
+func fillSamples(b *testing.B, f *fixture, tenant string, start time.Time, minutes, hours, rate int) {
+	b.Helper()
 	conn := chtest.Get(b).Open(b)
 	tables := f.ds.settings.schemaConfig()
 	ctx := context.Background()
-	ids := "WITH (SELECT groupArray(DISTINCT StackId) FROM " + tables.Qualified(schema.Stacks) + ") AS st, " +
-		"(SELECT groupArray(DISTINCT SeriesId) FROM " + tables.Qualified(schema.Series) + ") AS se "
+	tq := "'" + tenant + "'"
+	if tenant == "" {
+		g := profilegen.New(profilegen.DefaultConfig())
+		for i := range 3 { // about 40k of the 50k stacks, as in an hour of real reports
+			f.send(b, g.Report(start.Add(-time.Duration(hours+1)*time.Hour+time.Duration(i)*5*time.Second)))
+		}
+	} else { // the same stacks, frames and series for another tenant
+		for _, t := range []string{schema.Stacks, schema.Frames, schema.Series} {
+			// (a subquery: WHERE would see the replaced TenantId)
+			require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(t)+" SELECT * REPLACE ("+tq+" AS TenantId) FROM (SELECT * FROM "+
+				tables.Qualified(t)+" WHERE TenantId = '')"))
+		}
+	}
+	ids := "WITH (SELECT groupArray(DISTINCT StackId) FROM " + tables.Qualified(schema.Stacks) + " WHERE TenantId = " + tq + ") AS st, " +
+		"(SELECT groupArray(DISTINCT SeriesId) FROM " + tables.Qualified(schema.Series) + " WHERE TenantId = " + tq + ") AS se "
 	// log-uniform stack popularity, uniform pods
 	pick := "arrayElement(st, 1 + least(length(st) - 1, toUInt64(exp(log(length(st)) * randCanonical())) - 1)) AS StackId, " +
 		"arrayElement(se, 1 + (rand() % length(se))) AS SeriesId"
 	require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.Samples)+
 		" (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, SampleAttributes) "+ids+
-		"SELECT toDateTime("+strconv.FormatInt(start.Unix(), 10)+" + intDiv(number, "+strconv.Itoa(8000*rate)+")), '', 'checkout', '"+cpuType+"', "+pick+
+		"SELECT toDateTime("+strconv.FormatInt(start.Unix(), 10)+" + intDiv(number, "+strconv.Itoa(8000*rate)+")), "+tq+", 'checkout', '"+cpuType+"', "+pick+
 		", 10000000 * (1 + rand() % 2), map('thread.name', concat('worker-', toString(number % 16))) FROM numbers("+
 		strconv.Itoa(minutes*60*8000*rate)+")"))
 	if hours > 0 {
 		require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.SamplesHour)+
 			" (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value) "+ids+
-			"SELECT toDateTime("+strconv.FormatInt(start.Add(-time.Duration(hours)*time.Hour).Unix(), 10)+" + 3600 * intDiv(number, "+strconv.Itoa(200000*rate)+")), '', 'checkout', '"+
+			"SELECT toDateTime("+strconv.FormatInt(start.Add(-time.Duration(hours)*time.Hour).Unix(), 10)+" + 3600 * intDiv(number, "+strconv.Itoa(200000*rate)+")), "+tq+", 'checkout', '"+
 			cpuType+"', "+pick+", 10000000 * 180 FROM numbers("+strconv.Itoa(hours*200000*rate)+")"))
 		// The service rollup of those hours, as its view would have built it.
 		require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.ServiceHour)+
 			" (Timestamp, TenantId, ServiceName, ProfileType, StackId, Value) SELECT Timestamp, TenantId, ServiceName, ProfileType, StackId, sum(Value) FROM "+
-			tables.Qualified(schema.SamplesHour)+" WHERE Timestamp < toDateTime("+strconv.FormatInt(start.Unix(), 10)+
+			tables.Qualified(schema.SamplesHour)+" WHERE TenantId = "+tq+" AND Timestamp < toDateTime("+strconv.FormatInt(start.Unix(), 10)+
 			") GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId"))
+	}
+}
+
+// BenchmarkQueryRateScaling measures what doubling the ingest rate costs
+// a query: the same workload as BenchmarkQuery for two tenants, one at the
+// base rate and one at twice it, queried alternately so that the machine's
+// load drifts over both alike. Reported: p50 ms at each rate and their
+// ratio (target: at most 1.2).
+func BenchmarkQueryRateScaling(b *testing.B) {
+	minutes := benchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
+	hours := benchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
+	f := newFixture(b, nil)
+	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	fillSamples(b, f, "", start, minutes, hours, 1)
+	fillSamples(b, f, "double", start, minutes, hours, 2)
+	settings := embeddedSettings(b, f.ds.settings.Profiles.Database)
+	settings["profiles"].(map[string]any)["tenant"] = "double" //nolint:forcetypeassert // built by embeddedSettings
+	double := &fixture{ds: instance(b, settings, nil), ingest: f.ingest}
+	end := start.Add(time.Duration(minutes)*time.Minute - 17*time.Second)
+	for _, bq := range []struct {
+		name string
+		from time.Time
+		kind string
+	}{
+		{"flame-1h", end.Add(-time.Hour), "profile"},
+		{"table-1h", end.Add(-time.Hour), "table"},
+		{"flame-24h", end.Add(-24 * time.Hour), "profile"},
+		{"table-24h", end.Add(-24 * time.Hour), "table"},
+	} {
+		b.Run(bq.name, func(b *testing.B) {
+			q := map[string]any{"queryType": bq.kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
+			for _, fx := range []*fixture{f, double} { // warm both symbol caches
+				require.NoError(b, fx.query(b, q, bq.from, end).Error)
+			}
+			var base, doubled []time.Duration
+			for b.Loop() {
+				for i, fx := range []*fixture{f, double} {
+					t0 := time.Now()
+					r := fx.query(b, q, bq.from, end)
+					took := time.Since(t0)
+					require.NoError(b, r.Error)
+					require.Positive(b, r.Frames[0].Rows())
+					if i == 0 {
+						base = append(base, took)
+					} else {
+						doubled = append(doubled, took)
+					}
+				}
+			}
+			p50 := func(d []time.Duration) float64 {
+				sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+				return float64(d[len(d)/2].Microseconds()) / 1000
+			}
+			b.ReportMetric(p50(base), "p50-ms")
+			b.ReportMetric(p50(doubled), "p50-ms-2x")
+			b.ReportMetric(p50(doubled)/p50(base), "ratio")
+		})
 	}
 }
