@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ClickHouse/ch-go/compress"
 )
 
 // Server serves an Engine over ClickHouse's HTTP interface.
@@ -99,7 +101,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/":
 	default:
-		writeError(w, newException(CodeUnknownException, "There is no handle %s", r.URL.Path).withStatus(http.StatusNotFound))
+		writeError(w, newException(CodeUnknownException, "There is no handle %s", r.URL.Path).withStatus(http.StatusNotFound), false)
 		return
 	}
 	switch r.Method {
@@ -111,13 +113,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 	default:
 		w.Header().Set("Allow", "GET, HEAD, POST")
-		writeError(w, newException(CodeBadArguments, "method %s is not allowed", r.Method).withStatus(http.StatusMethodNotAllowed))
+		writeError(w, newException(CodeBadArguments, "method %s is not allowed", r.Method).withStatus(http.StatusMethodNotAllowed), false)
 		return
 	}
 	start := time.Now()
 	verb, err := s.handle(w, r)
 	if err != nil {
-		writeError(w, err)
+		writeError(w, err, r.URL.Query().Get("compress") == "1")
 	}
 	s.log.Debug("request", "verb", verb, "duration", time.Since(start), "error", err)
 }
@@ -495,7 +497,12 @@ func summary(st Stats, resultBytes int) string {
 
 // writeError sends an error the way a real server does: the status from
 // the error code, X-ClickHouse-Exception-Code and the text in the body.
-func writeError(w http.ResponseWriter, err error) {
+// When the request asked for compressed output (compress=1) the text goes
+// in one ClickHouse compressed block, as a real server sends it: clients
+// such as clickhouse-go before v2.50 read error bodies through their block
+// decompressor and would otherwise report garbage instead of the message
+// (the embedded server refuses such requests, and says why).
+func writeError(w http.ResponseWriter, err error, compressed bool) {
 	var ex *Exception
 	if !errors.As(err, &ex) {
 		switch {
@@ -512,6 +519,15 @@ func writeError(w http.ResponseWriter, err error) {
 		h.Set("X-ClickHouse-Exception-Name", ex.Name)
 	}
 	h.Del("Content-Length")
+	body := []byte(ex.Error() + "\n")
+	if compressed {
+		// Method NONE: the text framed, not compressed, which every reader
+		// of ClickHouse compressed blocks accepts.
+		block := compress.NewWriter(compress.LevelZero, compress.None)
+		if block.Compress(body) == nil {
+			body = block.Data
+		}
+	}
 	w.WriteHeader(ex.status())
-	_, _ = io.WriteString(w, ex.Error()+"\n")
+	_, _ = w.Write(body)
 }

@@ -1,0 +1,458 @@
+// Package otelcoltest runs a real OpenTelemetry Collector in integration
+// tests. The Collectors are small Go modules of their own under test/
+// (test/otelcol: OTLP receiver with OTLP exporters; test/otelcol-clickhouse:
+// OTLP receiver with the contrib ClickHouse exporter), so their dependencies
+// stay out of Flamehouse's go.mod. They are built from the module proxy.
+//
+// Build compiles a Collector once per test binary and keeps the binary in a
+// cache directory keyed by a hash of the module's files and the Go version,
+// so later test binaries and runs skip even the link step. Start writes a
+// configuration with an OTLP receiver on free loopback ports, starts the
+// Collector, waits until both OTLP endpoints accept connections and stops
+// it when the test ends:
+//
+//	bin := otelcoltest.Build(t, otelcoltest.ClickHouseCollector)
+//	col := otelcoltest.Start(t, bin, otelcoltest.Config{
+//		Exporters: map[string]any{"clickhouse": otelcoltest.ClickHouseExporter(chtest.Get(t), db)},
+//		Pipelines: map[string]otelcoltest.Pipeline{"traces": {Exporters: []string{"clickhouse"}}},
+//	})
+//	// send OTLP to col.GRPCEndpoint or http://col.HTTPEndpoint
+package otelcoltest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Collector modules under test/.
+const (
+	// OTLPCollector is test/otelcol: OTLP receiver, otlp_grpc and otlp_http exporters.
+	OTLPCollector = "otelcol"
+	// ClickHouseCollector is test/otelcol-clickhouse: OTLP receiver and the
+	// contrib ClickHouse exporter ("clickhouse").
+	ClickHouseCollector = "otelcol-clickhouse"
+)
+
+// buildTimeout bounds a Collector build: a cold one (empty Go build cache)
+// takes about five minutes on a 2-core machine.
+const buildTimeout = 15 * time.Minute
+
+// ReceiverName is the name of the OTLP receiver that Start configures.
+const ReceiverName = "otlp"
+
+// CacheEnv names an environment variable with the directory that keeps
+// built Collectors. By default it is flamehouse/otelcol under
+// os.UserCacheDir (the system temporary directory when there is none).
+const CacheEnv = "FLAMEHOUSE_OTELCOL_CACHE"
+
+// ModuleDir returns the directory of a Collector module under test/.
+func ModuleDir(module string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "test", module)
+}
+
+type buildResult struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+var (
+	buildsMu sync.Mutex
+	builds   = map[string]*buildResult{}
+)
+
+// Build returns the path of the Collector binary built from the module
+// test/<module> (OTLPCollector or ClickHouseCollector). The first call in a
+// test binary builds it, or finds it in the cache; later calls return the
+// same path. It fails the test when the build fails.
+func Build(tb testing.TB, module string) string {
+	tb.Helper()
+	return BuildDir(tb, ModuleDir(module))
+}
+
+// BuildDir is Build for a module in any directory.
+func BuildDir(tb testing.TB, dir string) string {
+	tb.Helper()
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		tb.Fatalf("otelcoltest: %v", err)
+	}
+	buildsMu.Lock()
+	r, ok := builds[dir]
+	if !ok {
+		r = &buildResult{}
+		builds[dir] = r
+	}
+	buildsMu.Unlock()
+	r.once.Do(func() {
+		start := time.Now()
+		var cached bool
+		r.bin, cached, r.err = build(dir)
+		if r.err == nil {
+			how := "built"
+			if cached {
+				how = "found in the cache"
+			}
+			tb.Logf("otelcoltest: Collector %s %s in %s: %s", filepath.Base(dir), how, time.Since(start).Round(time.Millisecond), r.bin)
+		}
+	})
+	if r.err != nil {
+		tb.Fatalf("otelcoltest: build the Collector in %s: %v", dir, r.err)
+	}
+	return r.bin
+}
+
+// build compiles the module in dir into the cache directory, under a name
+// that carries the hash of its sources, unless that file is already there.
+func build(dir string) (bin string, cached bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	goVersion, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output()
+	if err != nil {
+		return "", false, fmt.Errorf("go env GOVERSION: %w", err)
+	}
+	sum, err := sourceHash(dir, strings.TrimSpace(string(goVersion)))
+	if err != nil {
+		return "", false, err
+	}
+	cacheDir, err := cacheDir()
+	if err != nil {
+		return "", false, err
+	}
+	name := filepath.Base(dir)
+	bin = filepath.Join(cacheDir, name+"-"+sum)
+	// Test binaries run in parallel (go test -p); one Collector build at a
+	// time keeps a cold build from competing with another for the CPUs, and
+	// a binary that waited finds the Collector it needs already built.
+	unlock, err := lockDir(cacheDir)
+	if err != nil {
+		return "", false, fmt.Errorf("lock %s: %w", cacheDir, err)
+	}
+	defer unlock()
+	if fi, statErr := os.Stat(bin); statErr == nil && fi.Mode().IsRegular() && fi.Mode()&0o100 != 0 {
+		return bin, true, nil
+	}
+	// Build next to the final name, then rename, so that nothing ever runs
+	// a half-written file.
+	tmp, err := os.MkdirTemp(cacheDir, ".build-")
+	if err != nil {
+		return "", false, err
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	out := filepath.Join(tmp, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".") //nolint:gosec // G204: builds a module of this repository
+	cmd.Dir = dir
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return "", false, fmt.Errorf("go build: %w\n%s", err, output)
+	}
+	if err := os.Rename(out, bin); err != nil {
+		return "", false, err
+	}
+	// Binaries of older sources of the same module are of no further use
+	// (the pattern does not match other modules: "otelcol-" + 16 hex
+	// digits never is "otelcol-clickhouse-" + 16 hex digits).
+	old, _ := filepath.Glob(filepath.Join(cacheDir, name+"-"+strings.Repeat("[0-9a-f]", len(sum))))
+	for _, o := range old {
+		if o != bin {
+			_ = os.Remove(o)
+		}
+	}
+	return bin, false, nil
+}
+
+// lockDir takes an exclusive lock on dir/.lock, waiting for it, and
+// returns its release. The kernel drops the lock if the process dies.
+func lockDir(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // G304: the cache directory's lock file
+	if err != nil {
+		return nil, err
+	}
+	fd := int(f.Fd()) //nolint:gosec // G115: a file descriptor fits an int
+	if err := syscall.Flock(fd, syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(fd, syscall.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
+
+// sourceHash hashes the Go version and every regular file of the module
+// directory (go.mod, go.sum and the sources), which pin everything the
+// build reads: dependencies come from the module cache by go.sum.
+func sourceHash(dir, goVersion string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	_, _ = fmt.Fprintf(h, "%s\n%s/%s\n", goVersion, runtime.GOOS, runtime.GOARCH)
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name())) //nolint:gosec // G304: the module's own files
+		if err != nil {
+			return "", err
+		}
+		_, _ = fmt.Fprintf(h, "%s %d\n", e.Name(), len(data))
+		_, _ = h.Write(data)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+func cacheDir() (string, error) {
+	dir := os.Getenv(CacheEnv)
+	if dir == "" {
+		if base, err := os.UserCacheDir(); err == nil {
+			dir = filepath.Join(base, "flamehouse", "otelcol")
+		} else {
+			dir = filepath.Join(os.TempDir(), "flamehouse-otelcol-cache")
+		}
+	}
+	return dir, os.MkdirAll(dir, 0o750) //nolint:gosec // G703: a cache directory the user chose
+}
+
+// Config is what Start adds to the OTLP receiver: components and pipelines.
+type Config struct {
+	// Processors and Exporters are component configurations by component
+	// ID ("clickhouse", "otlp_grpc/a", ...), written as YAML.
+	Processors map[string]any
+	Exporters  map[string]any
+	// Pipelines by ID ("traces", "logs", "profiles", "profiles/x", ...).
+	Pipelines map[string]Pipeline
+	// FeatureGates are passed with --feature-gates. Start adds
+	// +service.profilesSupport when a pipeline carries profiles.
+	FeatureGates []string
+	// LogLevel is the Collector's own log level; "" is info.
+	LogLevel string
+	// ReadyTimeout bounds the wait for the OTLP endpoints; 0 is one minute.
+	ReadyTimeout time.Duration
+}
+
+// Pipeline lists a pipeline's components; Receivers defaults to the OTLP
+// receiver.
+type Pipeline struct {
+	Receivers  []string `yaml:"receivers"`
+	Processors []string `yaml:"processors,omitempty"`
+	Exporters  []string `yaml:"exporters"`
+}
+
+// Collector is a running Collector.
+type Collector struct {
+	// GRPCEndpoint is the OTLP/gRPC receiver's host:port.
+	GRPCEndpoint string
+	// HTTPEndpoint is the OTLP/HTTP receiver's host:port (paths /v1/traces,
+	// /v1/logs, /v1development/profiles, ...).
+	HTTPEndpoint string
+	// ConfigFile is the generated configuration.
+	ConfigFile string
+
+	cmd      *exec.Cmd
+	logs     *lockedBuffer
+	exited   chan struct{}
+	waitErr  error
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Render returns the YAML configuration of a Collector whose OTLP receiver
+// listens on grpcEndpoint and httpEndpoint.
+func (c *Config) Render(grpcEndpoint, httpEndpoint string) ([]byte, error) {
+	pipelines := make(map[string]Pipeline, len(c.Pipelines))
+	for id, p := range c.Pipelines {
+		if len(p.Receivers) == 0 {
+			p.Receivers = []string{ReceiverName}
+		}
+		pipelines[id] = p
+	}
+	logLevel := c.LogLevel
+	if logLevel == "" {
+		logLevel = "info"
+	}
+	doc := map[string]any{
+		"receivers": map[string]any{ReceiverName: map[string]any{"protocols": map[string]any{
+			"grpc": map[string]any{"endpoint": grpcEndpoint},
+			"http": map[string]any{"endpoint": httpEndpoint},
+		}}},
+		"exporters": c.Exporters,
+		"service": map[string]any{
+			"telemetry": map[string]any{
+				"metrics": map[string]any{"level": "none"},
+				"logs":    map[string]any{"level": logLevel},
+			},
+			"pipelines": pipelines,
+		},
+	}
+	if len(c.Processors) > 0 {
+		doc["processors"] = c.Processors
+	}
+	return yaml.Marshal(doc)
+}
+
+// featureGates returns the --feature-gates list.
+func (c *Config) featureGates() []string {
+	gates := slices.Clone(c.FeatureGates)
+	for id := range c.Pipelines {
+		if (id == "profiles" || strings.HasPrefix(id, "profiles/")) && !slices.Contains(gates, "+service.profilesSupport") {
+			gates = append(gates, "+service.profilesSupport")
+		}
+	}
+	return gates
+}
+
+// Start starts the Collector binary with cfg and an OTLP receiver on free
+// loopback ports, and returns once both OTLP endpoints accept connections
+// (the Collector starts receivers after exporters, so exporters have
+// started too: the ClickHouse exporter has created its tables). It fails
+// the test, with the Collector's log, when the Collector exits or is not
+// ready in time. The Collector is stopped when the test ends.
+func Start(tb testing.TB, bin string, cfg Config) *Collector {
+	tb.Helper()
+	c := &Collector{GRPCEndpoint: freeAddr(tb), HTTPEndpoint: freeAddr(tb), logs: &lockedBuffer{}, exited: make(chan struct{})}
+	config, err := cfg.Render(c.GRPCEndpoint, c.HTTPEndpoint)
+	if err != nil {
+		tb.Fatalf("otelcoltest: render the configuration: %v", err)
+	}
+	c.ConfigFile = filepath.Join(tb.TempDir(), "otelcol.yaml")
+	if err := os.WriteFile(c.ConfigFile, config, 0o600); err != nil {
+		tb.Fatalf("otelcoltest: %v", err)
+	}
+	args := []string{"--config", c.ConfigFile}
+	if gates := cfg.featureGates(); len(gates) > 0 {
+		args = append(args, "--feature-gates="+strings.Join(gates, ","))
+	}
+	// The Collector's lifetime is Stop's business, not a context's.
+	c.cmd = exec.CommandContext(context.Background(), bin, args...) //nolint:gosec // G204: the test's own Collector binary
+	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
+	if err := c.cmd.Start(); err != nil {
+		tb.Fatalf("otelcoltest: start %s: %v", bin, err)
+	}
+	go func() {
+		c.waitErr = c.cmd.Wait()
+		close(c.exited)
+	}()
+	tb.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			tb.Errorf("otelcoltest: %v", err)
+		}
+	})
+
+	timeout := cfg.ReadyTimeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	deadline := time.Now().Add(timeout)
+	for !listening(c.GRPCEndpoint) || !listening(c.HTTPEndpoint) {
+		select {
+		case <-c.exited:
+			tb.Fatalf("otelcoltest: the Collector exited before it was ready (%s); configuration:\n%s\nlog:\n%s", exitStatus(c.waitErr), config, c.logs)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("otelcoltest: the Collector is not listening on %s and %s after %s; log:\n%s", c.GRPCEndpoint, c.HTTPEndpoint, timeout, c.logs)
+		}
+	}
+	return c
+}
+
+// Logs returns what the Collector has written to stdout and stderr so far.
+func (c *Collector) Logs() string { return c.logs.String() }
+
+// Stop interrupts the Collector, as Ctrl-C does, and waits up to 30 s for
+// it to drain and exit; then it is killed. It returns an error when the
+// Collector did not exit cleanly. Stopping twice returns the first result.
+func (c *Collector) Stop() error {
+	c.stopOnce.Do(func() {
+		select {
+		case <-c.exited:
+			c.stopErr = fmt.Errorf("the Collector had exited on its own (%s); log:\n%s", exitStatus(c.waitErr), c.logs)
+			return
+		default:
+		}
+		if err := c.cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			c.stopErr = fmt.Errorf("interrupt the Collector: %w", err)
+		}
+		select {
+		case <-c.exited:
+			if c.waitErr != nil && c.stopErr == nil {
+				c.stopErr = fmt.Errorf("the Collector did not exit cleanly: %w; log:\n%s", c.waitErr, c.logs)
+			}
+		case <-time.After(30 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-c.exited
+			c.stopErr = fmt.Errorf("the Collector did not stop within 30 s of an interrupt and was killed; log:\n%s", c.logs)
+		}
+	})
+	return c.stopErr
+}
+
+// exitStatus describes how the Collector exited.
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("otelcoltest: %v", err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+func listening(addr string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
+}
+
+// lockedBuffer collects a child process's output for failure messages.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+var _ io.Writer = (*lockedBuffer)(nil)
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
