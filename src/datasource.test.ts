@@ -270,6 +270,23 @@ describe('template variable queries', () => {
     });
   });
 
+  it('narrow to the series of an interpolated selector, so that variables chain', async () => {
+    const [, getResource] = await values({
+      refId: 'v',
+      type: 'labelValues',
+      label: 'k8s_pod_name',
+      labelSelector: '{service_name="$svc"}',
+    });
+    expect(getResource).toHaveBeenCalledWith('labelValues', {
+      from: FROM,
+      to: TO,
+      label: 'k8s_pod_name',
+      labelSelector: '{service_name="checkout"}',
+    });
+    const [, services] = await values({ refId: 'v', type: 'services', labelSelector: ' {} ' });
+    expect(services).toHaveBeenCalledWith('services', { from: FROM, to: TO });
+  });
+
   it('list services for a query without a type (a new variable)', async () => {
     const [data] = await values({ refId: 'v' });
     expect(data.map((v) => v.text)).toEqual(['cart', 'checkout']);

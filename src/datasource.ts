@@ -12,7 +12,7 @@ import {
 import { DataSourceWithBackend, getTemplateSrv } from '@grafana/runtime';
 import { Observable } from 'rxjs';
 
-import { interpolateQuery } from './interpolate';
+import { interpolateQuery, interpolateSelector } from './interpolate';
 import { parseSelector } from './labelSelector';
 import { LookupCache, lookupParams, ResourceRange } from './resources';
 import { DEFAULT_QUERY, FlamehouseOptions, ProfileQuery, ProfileTypeInfo, VariableQuery } from './types';
@@ -91,21 +91,28 @@ export class DataSource extends DataSourceWithBackend<ProfileQuery, FlamehouseOp
   }
 
   /** The services with data in the range, of a profile type if given. */
-  async getServices(range?: ResourceRange, profileTypeId?: string): Promise<string[]> {
-    return strings(await this.lookup('services', lookupParams(range, this.interpolate(profileTypeId))));
+  async getServices(range?: ResourceRange, profileTypeId?: string, labelSelector?: string): Promise<string[]> {
+    const params = lookupParams(range, this.interpolate(profileTypeId), selectorParam(labelSelector));
+    return strings(await this.lookup('services', params));
   }
 
   /** Selector label names with data in the range: service_name and attribute keys, dots as underscores. */
-  async getLabelNames(range?: ResourceRange, profileTypeId?: string): Promise<string[]> {
-    return strings(await this.lookup('labelNames', lookupParams(range, this.interpolate(profileTypeId))));
+  async getLabelNames(range?: ResourceRange, profileTypeId?: string, labelSelector?: string): Promise<string[]> {
+    const params = lookupParams(range, this.interpolate(profileTypeId), selectorParam(labelSelector));
+    return strings(await this.lookup('labelNames', params));
   }
 
-  /** Up to 1000 values of a label in the range. */
-  async getLabelValues(label: string, range?: ResourceRange, profileTypeId?: string): Promise<string[]> {
+  /** Up to 1000 values of a label in the range, of the series a selector selects if given. */
+  async getLabelValues(
+    label: string,
+    range?: ResourceRange,
+    profileTypeId?: string,
+    labelSelector?: string
+  ): Promise<string[]> {
     if (!label) {
       return [];
     }
-    const params = lookupParams(range, this.interpolate(profileTypeId), { label });
+    const params = lookupParams(range, this.interpolate(profileTypeId), { label, ...selectorParam(labelSelector) });
     return strings(await this.lookup('labelValues', params));
   }
 
@@ -128,16 +135,17 @@ export class DataSource extends DataSourceWithBackend<ProfileQuery, FlamehouseOp
     scopedVars?: ScopedVars
   ): Promise<MetricFindValue[]> {
     const profileTypeId = getTemplateSrv().replace(query.profileTypeId ?? '', scopedVars);
+    const selector = query.labelSelector ? interpolateSelector(query.labelSelector, scopedVars ?? {}) : undefined;
     switch (query.type) {
       case 'profileTypes':
         return (await this.getProfileTypes(range)).map((t): MetricFindValue => ({ text: t.label, value: t.id }));
       case 'services':
-        return asValues(await this.getServices(range, profileTypeId));
+        return asValues(await this.getServices(range, profileTypeId, selector));
       case 'labelNames':
-        return asValues(await this.getLabelNames(range, profileTypeId));
+        return asValues(await this.getLabelNames(range, profileTypeId, selector));
       case 'labelValues': {
         const label = getTemplateSrv().replace(query.label ?? '', scopedVars);
-        return asValues(await this.getLabelValues(label, range, profileTypeId));
+        return asValues(await this.getLabelValues(label, range, profileTypeId, selector));
       }
     }
     return [];
@@ -169,4 +177,10 @@ function strings(value: unknown): string[] {
 
 function asValues(values: string[]): MetricFindValue[] {
   return values.map((text) => ({ text, value: text }));
+}
+
+/** The labelSelector parameter of a lookup; an empty selector selects everything and is left out. */
+function selectorParam(selector?: string): Record<string, string> {
+  const text = selector?.trim();
+  return text && text !== '{}' ? { labelSelector: text } : {};
 }

@@ -193,7 +193,7 @@ const queryStruct = goStruct(read('pkg/query/request.go'), 'JSON');
 /** Keys every Grafana query has besides the datasource's own. */
 const GRAFANA_QUERY_KEYS = ['refId', 'datasource', 'hide', 'key', 'queryType'];
 /** The variable query model (src/types.ts VariableQuery). */
-const VARIABLE_QUERY_KEYS = ['refId', 'type', 'label', 'profileTypeId'];
+const VARIABLE_QUERY_KEYS = ['refId', 'type', 'label', 'profileTypeId', 'labelSelector'];
 const PROFILE_TYPE = /^[^:]+:[^:]+:[^:]*:[^:]*:[^:]*$/;
 
 const dashboard = JSON.parse(read('provisioning/dashboards/flamehouse.json')) as Dashboard;
@@ -254,6 +254,10 @@ describe('provisioning/dashboards', () => {
       expect(v.query).toMatchObject({ refId: 'FlamehouseVariableQuery', type: 'labelValues' });
       expect(v.query.profileTypeId).toMatch(PROFILE_TYPE);
       expect(Object.keys(v.query).filter((k) => !VARIABLE_QUERY_KEYS.includes(k))).toEqual([]);
+      // Chained: a variable narrows by the variables before it, never after.
+      const before = variables.slice(0, variables.indexOf(v.name));
+      const used = [...String(v.query.labelSelector ?? '').matchAll(/\$(\w+)/g)].map((m) => m[1]);
+      expect(used.filter((name) => !before.includes(name))).toEqual([]);
       // A multi-value variable's "All" must match pods without the label too.
       if (v.includeAll) {
         expect(v.allValue).toBe('.*');

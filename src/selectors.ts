@@ -76,5 +76,6 @@ export const selectors = {
     type: 'flamehouse-variable-type',
     profileType: 'flamehouse-variable-profile-type',
     label: 'flamehouse-variable-label',
+    labelSelector: 'flamehouse-variable-label-selector',
   },
 };

@@ -47,6 +47,11 @@ export interface VariableQuery extends DataQuery {
   label?: string;
   /** Restricts services, label names and values to one profile type. */
   profileTypeId?: string;
+  /**
+   * Restricts services, label names and values to the series a selector selects, e.g.
+   * `{service_name=~"$service"}`, so that variables chain.
+   */
+  labelSelector?: string;
   /** A readable summary, which Grafana shows as the variable's definition. */
   query?: string;
 }

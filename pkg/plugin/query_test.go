@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -448,6 +450,20 @@ func TestEditorResources(t *testing.T) {
 	from, to := strconv.FormatInt(at.Add(-48*time.Hour).UnixMilli(), 10), strconv.FormatInt(at.Add(-47*time.Hour).UnixMilli(), 10)
 	require.NoError(t, json.Unmarshal(get("services?from="+from+"&to="+to, http.StatusOK), &services))
 	require.NotContains(t, services, "checkout", "lookups are bounded by the time range")
+
+	// A selector narrows lookups to the series it selects (chained variables).
+	pod := batch.Samples[0].Meta.Series.Attributes["k8s.pod.name"]
+	require.Greater(t, len(slices.Compact(slices.Sorted(slices.Values(pods)))), 1, "several pods to narrow from")
+	sel := func(s string) string { return "&labelSelector=" + url.QueryEscape(s) }
+	require.NoError(t, json.Unmarshal(get("labelValues?label=k8s_pod_name"+sel(`{service_name="checkout", k8s_pod_name="`+pod+`"}`), http.StatusOK), &pods))
+	require.Equal(t, []string{pod}, pods)
+	require.NoError(t, json.Unmarshal(get("labelValues?label=k8s_pod_name"+sel(`{service_name="other"}`), http.StatusOK), &pods))
+	require.Empty(t, pods)
+	require.NoError(t, json.Unmarshal(get("services?x=1"+sel(`{k8s_pod_name="`+pod+`"}`), http.StatusOK), &services))
+	require.Equal(t, []string{"checkout"}, services)
+	require.NoError(t, json.Unmarshal(get("services?x=1"+sel(`{k8s_pod_name="no such pod'; DROP TABLE x --"}`), http.StatusOK), &services))
+	require.Empty(t, services)
+	get("labelValues?label=k8s_pod_name"+sel(`{k8s_pod_name=~"("}`), http.StatusBadRequest)
 
 	get("labelValues?label=", http.StatusBadGateway)
 	get("nothing", http.StatusNotFound)

@@ -15,6 +15,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend/resource"
 
 	"github.com/flamehouse/flamehouse/pkg/query"
+	"github.com/flamehouse/flamehouse/pkg/query/selector"
 )
 
 var _ backend.CallResourceHandler = (*Datasource)(nil)
@@ -63,7 +64,8 @@ func (d *Datasource) CallResource(ctx context.Context, req *backend.CallResource
 	return resource.SendJSON(sender, result)
 }
 
-// resourceScope reads from, to and profileTypeId.
+// resourceScope reads from, to, profileTypeId and labelSelector (which
+// narrows the answer to the series it selects).
 func resourceScope(params url.Values, now time.Time) (query.Scope, error) {
 	s := query.Scope{From: now.Add(-defaultResourceRange), To: now, ProfileType: params.Get("profileTypeId")}
 	for name, dst := range map[string]*time.Time{"from": &s.From, "to": &s.To} {
@@ -84,6 +86,13 @@ func resourceScope(params url.Values, now time.Time) (query.Scope, error) {
 		if _, err := query.ParseProfileType(s.ProfileType); err != nil {
 			return s, err
 		}
+	}
+	if sel := params.Get("labelSelector"); sel != "" {
+		ms, err := selector.Parse(sel)
+		if err != nil {
+			return s, fmt.Errorf("labelSelector: %w", err)
+		}
+		s.Matchers = ms
 	}
 	return s, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flamehouse/flamehouse/pkg/query/selector"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
@@ -20,18 +21,51 @@ type ProfileTypeInfo struct {
 }
 
 // Scope bounds a resource lookup: a time range and, optionally, a profile
-// type.
+// type and matchers.
 type Scope struct {
 	From, To    time.Time
 	ProfileType string
+	// Matchers narrow the lookup to the series they select: service_name
+	// by service, any other label by the series' resource attributes (so
+	// that dashboard variables chain: pods of the chosen namespace).
+	Matchers []selector.Matcher
 }
 
-// scopeConds renders the catalog conditions of a scope.
+// scopeConds renders the conditions of a scope on a table keyed by
+// service (the catalogs): time, profile type and service matchers.
 func (e *Engine) scopeConds(p *params, s Scope) string {
-	c := "TenantId = " + p.str(e.Tenant) + " AND Hour >= toStartOfHour(toDateTime(" + p.i64(s.From.Unix()) +
-		")) AND Hour < toDateTime(" + p.i64(ceilSecond(s.To)) + ")"
+	conds := []string{
+		"TenantId = " + p.str(e.Tenant), "Hour >= toStartOfHour(toDateTime(" + p.i64(s.From.Unix()) + "))",
+		"Hour < toDateTime(" + p.i64(ceilSecond(s.To)) + ")",
+	}
 	if s.ProfileType != "" {
-		c += " AND ProfileType = " + p.str(s.ProfileType)
+		conds = append(conds, "ProfileType = "+p.str(s.ProfileType))
+	}
+	for i := range s.Matchers {
+		if m := &s.Matchers[i]; isServiceName(m.Name) {
+			conds = append(conds, compare(p, "ServiceName", m))
+		}
+	}
+	return strings.Join(conds, " AND ")
+}
+
+// catalogConds adds to scopeConds the series that the other matchers
+// select by resource attributes (on the series catalog).
+func (e *Engine) catalogConds(p *params, s Scope) string {
+	c := e.scopeConds(p, s)
+	var resource []string
+	for i := range s.Matchers {
+		m := &s.Matchers[i]
+		switch name := labelName(m.Name); {
+		case isServiceName(m.Name):
+		case promotedColumns[name] != "":
+			resource = append(resource, compare(p, promotedColumns[name], m))
+		default:
+			resource = append(resource, compare(p, mapValue(p, "ResourceAttributes", attributeKeys(m.Name)), m))
+		}
+	}
+	if len(resource) > 0 {
+		c += " AND SeriesId IN (" + seriesSubquery(p, e.Tables, e.Tenant, resource) + ")"
 	}
 	return c
 }
@@ -40,7 +74,7 @@ func (e *Engine) scopeConds(p *params, s Scope) string {
 func (e *Engine) ProfileTypes(ctx context.Context, s Scope) ([]ProfileTypeInfo, error) {
 	s.ProfileType = ""
 	var p params
-	ids, err := e.strings(ctx, "SELECT DISTINCT ProfileType FROM "+e.Tables.Qualified(schema.Catalog)+" WHERE "+e.scopeConds(&p, s)+
+	ids, err := e.strings(ctx, "SELECT DISTINCT ProfileType FROM "+e.Tables.Qualified(schema.Catalog)+" WHERE "+e.catalogConds(&p, s)+
 		" ORDER BY ProfileType", &p)
 	if err != nil {
 		return nil, err
@@ -59,7 +93,7 @@ func (e *Engine) ProfileTypes(ctx context.Context, s Scope) ([]ProfileTypeInfo, 
 // Services lists the services with data in the scope.
 func (e *Engine) Services(ctx context.Context, s Scope) ([]string, error) {
 	var p params
-	return e.strings(ctx, "SELECT DISTINCT ServiceName FROM "+e.Tables.Qualified(schema.Catalog)+" WHERE "+e.scopeConds(&p, s)+
+	return e.strings(ctx, "SELECT DISTINCT ServiceName FROM "+e.Tables.Qualified(schema.Catalog)+" WHERE "+e.catalogConds(&p, s)+
 		" ORDER BY ServiceName LIMIT "+p.i64(maxLabelValues), &p)
 }
 
@@ -70,7 +104,7 @@ func (e *Engine) LabelNames(ctx context.Context, s Scope) ([]string, error) {
 	var p params
 	q := "SELECT DISTINCT arrayJoin(mapKeys(ResourceAttributes)) FROM " + e.Tables.Qualified(schema.Series) +
 		" WHERE TenantId = " + p.str(e.Tenant) + " AND SeriesId IN (SELECT SeriesId FROM " + e.Tables.Qualified(schema.Catalog) +
-		" WHERE " + e.scopeConds(&p, s) + ") UNION DISTINCT SELECT DISTINCT Key FROM " + e.Tables.Qualified(schema.SampleLabels) +
+		" WHERE " + e.catalogConds(&p, s) + ") UNION DISTINCT SELECT DISTINCT Key FROM " + e.Tables.Qualified(schema.SampleLabels) +
 		" WHERE " + e.scopeConds(&p, s)
 	keys, err := e.strings(ctx, q, &p)
 	if err != nil {
@@ -94,7 +128,7 @@ func (e *Engine) LabelValues(ctx context.Context, s Scope, label string) ([]stri
 	}
 	var p params
 	inScope := " WHERE TenantId = " + p.str(e.Tenant) + " AND SeriesId IN (SELECT SeriesId FROM " + e.Tables.Qualified(schema.Catalog) +
-		" WHERE " + e.scopeConds(&p, s) + ")"
+		" WHERE " + e.catalogConds(&p, s) + ")"
 	var q string
 	if col := promotedColumns[labelName(label)]; col != "" {
 		q = "SELECT DISTINCT " + col + " AS v FROM " + e.Tables.Qualified(schema.Series) + inScope + " AND v != ''"

@@ -88,6 +88,23 @@ describe('VariableQueryEditor', () => {
     expect(screen.queryByTestId(selectors.variable.profileType)).not.toBeInTheDocument();
   });
 
+  it('stores a label selector on blur, so that variables chain', async () => {
+    const { lastQuery } = await setup({ type: 'labelValues', label: 'k8s_pod_name' });
+    const input = screen.getByTestId(selectors.variable.labelSelector);
+    fireEvent.change(input, { target: { value: ' {service_name=~"$service"} ' } });
+    fireEvent.blur(input);
+    expect(lastQuery()).toEqual({
+      refId: 'A',
+      type: 'labelValues',
+      label: 'k8s_pod_name',
+      labelSelector: '{service_name=~"$service"}',
+      query: 'label values of k8s_pod_name where {service_name=~"$service"}',
+    });
+    fireEvent.change(input, { target: { value: '' } });
+    fireEvent.blur(input);
+    expect(lastQuery().labelSelector).toBeUndefined();
+  });
+
   it('describes queries for the variables list', () => {
     expect(describeVariableQuery({ refId: 'A', type: 'labelNames' })).toBe('label names');
     expect(describeVariableQuery({ refId: 'A', type: 'profileTypes', profileTypeId: CPU })).toBe('profile types');

@@ -1,6 +1,6 @@
 import React from 'react';
 import { QueryEditorProps, SelectableValue } from '@grafana/data';
-import { InlineField, RadioButtonGroup, Select, Stack } from '@grafana/ui';
+import { InlineField, Input, RadioButtonGroup, Select, Stack } from '@grafana/ui';
 
 import type { DataSource } from '../../datasource';
 import { labelOption } from '../../labelNames';
@@ -19,7 +19,7 @@ const TYPES: Array<SelectableValue<VariableQueryType>> = [
 
 /** A readable summary of a variable query, e.g. "label values of k8s_pod_name (process_cpu:…)". */
 export function describeVariableQuery(q: VariableQuery): string {
-  const of = q.profileTypeId ? ` (${q.profileTypeId})` : '';
+  const of = (q.profileTypeId ? ` (${q.profileTypeId})` : '') + (q.labelSelector ? ` where ${q.labelSelector}` : '');
   switch (q.type) {
     case 'profileTypes':
       return 'profile types';
@@ -86,6 +86,22 @@ export function VariableQueryEditor({ datasource, query, onChange, range }: Prop
               onChange={(v) => change({ profileTypeId: v?.value || undefined })}
             />
           </div>
+        </InlineField>
+      )}
+      {q.type !== 'profileTypes' && (
+        <InlineField
+          label="Label selector"
+          labelWidth={20}
+          tooltip='Optional: only series this selector selects, e.g. {service_name=~"$service"}, so that variables chain'
+        >
+          <Input
+            data-testid={selectors.variable.labelSelector}
+            aria-label="Label selector"
+            width={60}
+            placeholder="{}"
+            defaultValue={q.labelSelector ?? ''}
+            onBlur={(e) => change({ labelSelector: e.currentTarget.value.trim() || undefined })}
+          />
         </InlineField>
       )}
     </Stack>
