@@ -54,7 +54,7 @@ func BenchmarkQuery(b *testing.B) {
 	rate := benchEnv(b, "FLAMEHOUSE_BENCH_RATE", 1)
 	f := newFixture(b, nil)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
-	fillBenchData(b, f, start, minutes, hours, rate)
+	fillSamples(b, f, "", start, minutes, hours, rate)
 	// Ranges end off the minute, as Grafana's "now" does: their edges are
 	// read from the raw table, whose rows grow with the rate.
 	end := start.Add(time.Duration(minutes)*time.Minute - 17*time.Second)
@@ -98,13 +98,6 @@ func BenchmarkQuery(b *testing.B) {
 			b.ReportMetric(float64(rate), "rate-factor")
 		})
 	}
-}
-
-// fillBenchData registers the workload's stacks through the ingest, then
-// synthesizes sample rows in ClickHouse.
-func fillBenchData(b *testing.B, f *fixture, start time.Time, minutes, hours, rate int) {
-	b.Helper()
-	fillSamples(b, f, "", start, minutes, hours, rate)
 }
 
 // fillSamples registers the workload's stacks through the ingest (tenant

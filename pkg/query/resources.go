@@ -55,13 +55,8 @@ func (e *Engine) catalogConds(p *params, s Scope) string {
 	c := e.scopeConds(p, s)
 	var resource []string
 	for i := range s.Matchers {
-		m := &s.Matchers[i]
-		switch name := labelName(m.Name); {
-		case isServiceName(m.Name):
-		case promotedColumns[name] != "":
-			resource = append(resource, compare(p, promotedColumns[name], m))
-		default:
-			resource = append(resource, compare(p, mapValue(p, "ResourceAttributes", attributeKeys(m.Name)), m))
+		if m := &s.Matchers[i]; !isServiceName(m.Name) {
+			resource = append(resource, resourceCond(p, m))
 		}
 	}
 	if len(resource) > 0 {

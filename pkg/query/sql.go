@@ -141,10 +141,10 @@ func buildFilter(p *params, tables schema.Config, tenant string, r *Request, sam
 				f.services = append(f.services, m.Value)
 			}
 		case promotedColumns[name] != "":
-			resourceConds = append(resourceConds, compare(p, promotedColumns[name], m))
+			resourceConds = append(resourceConds, resourceCond(p, m))
 		default:
 			keys := attributeKeys(m.Name)
-			resource := compare(p, mapValue(p, "ResourceAttributes", keys), m)
+			resource := resourceCond(p, m)
 			if !anyKnown(sampleKeys, keys) {
 				resourceConds = append(resourceConds, resource)
 				continue
@@ -172,6 +172,15 @@ func buildFilter(p *params, tables schema.Config, tenant string, r *Request, sam
 		f.needsRaw = true
 	}
 	return f
+}
+
+// resourceCond is a matcher's condition on profile_series: its promoted
+// column, else its resource attribute.
+func resourceCond(p *params, m *selector.Matcher) string {
+	if col := promotedColumns[labelName(m.Name)]; col != "" {
+		return compare(p, col, m)
+	}
+	return compare(p, mapValue(p, "ResourceAttributes", attributeKeys(m.Name)), m)
 }
 
 func anyKnown(known map[string]bool, keys []string) bool {
