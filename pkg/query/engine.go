@@ -22,6 +22,12 @@ type Engine struct {
 	Tenant string
 	// Symbols caches stacks and frame labels across queries (nil: none).
 	Symbols *Symbols
+	// Schema picks the tables read: SchemaFlamehouse ("" too) or
+	// SchemaOTel, the Collector ClickHouse exporter's one wide table.
+	Schema Schema
+	// OTelTable is the exporter's profiles table in Tables.Database when
+	// Schema is SchemaOTel; "" means DefaultOTelTable.
+	OTelTable string
 }
 
 // idsPerLookup bounds the stack or frame ids of one lookup (they travel as
