@@ -7,6 +7,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -90,62 +91,121 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 			d.settings.clientConfig().Address, d.settings.Protocol, err), nil
 	}
 	cfg := d.settings.schemaConfig()
-	missing, lacking, err := schemaGaps(ctx, conn, cfg)
+	cat, err := readCatalog(ctx, conn, cfg.Database)
 	if err != nil {
 		return healthError("Connected, but could not list the tables and columns in database %q: %v", cfg.Database, err), nil
 	}
-	if len(missing) > 0 {
+	if d.settings.Profiles.Schema == query.SchemaOTel {
+		return otelHealth(cat, cfg, d.settings.Profiles.OTelTable), nil
+	}
+	return flamehouseHealth(cat, cfg, d.settings.Profiles.OTelTable), nil
+}
+
+// flamehouseHealth checks Flamehouse's tables, and says when the
+// exporter's table is there instead or too.
+func flamehouseHealth(cat catalog, cfg schema.Config, otelTable string) *backend.CheckHealthResult {
+	missing, lacking := cat.flamehouseGaps(cfg)
+	hasOTel := cat.tables[otelTable]
+	switch {
+	case len(missing) > 0 && hasOTel:
+		return healthError("Connected, but the Flamehouse tables %s are missing in database %q. It has the OpenTelemetry Collector "+
+			"exporter's profiles table %q: set the profiles schema to \"OpenTelemetry Collector exporter\" to read it, "+
+			"or run `flamehouse migrate` against this server.", strings.Join(missing, ", "), cfg.Database, otelTable)
+	case len(missing) > 0:
 		return healthError("Connected, but the Flamehouse tables %s are missing in database %q. "+
 			"Run `flamehouse migrate` against this server, or fix the profiles database and table prefix settings.",
-			strings.Join(missing, ", "), cfg.Database), nil
-	}
-	if len(lacking) > 0 {
+			strings.Join(missing, ", "), cfg.Database)
+	case len(lacking) > 0:
 		return healthError("Connected, but Flamehouse tables lack columns the queries read: %s. "+
 			"The schema is older or newer than this plugin: run `flamehouse migrate` with the matching Flamehouse version.",
-			strings.Join(lacking, ", ")), nil
+			strings.Join(lacking, ", "))
 	}
-	return &backend.CheckHealthResult{
-		Status:  backend.HealthStatusOk,
-		Message: fmt.Sprintf("Connected to ClickHouse; Flamehouse tables found in database %q.", cfg.Database),
-	}, nil
+	msg := fmt.Sprintf("Connected to ClickHouse; Flamehouse tables found in database %q.", cfg.Database)
+	if hasOTel {
+		msg += fmt.Sprintf(" The OpenTelemetry Collector exporter's profiles table %q is there too; "+
+			"a second datasource with the profiles schema \"OpenTelemetry Collector exporter\" reads it.", otelTable)
+	}
+	return &backend.CheckHealthResult{Status: backend.HealthStatusOk, Message: msg}
+}
+
+// otelHealth checks the exporter's table, and says when Flamehouse's
+// tables are there instead or too.
+func otelHealth(cat catalog, cfg schema.Config, otelTable string) *backend.CheckHealthResult {
+	missing, _ := cat.flamehouseGaps(cfg)
+	hasFlamehouse := len(missing) == 0
+	if !cat.tables[otelTable] {
+		hint := "Check the profiles database and exporter table settings against the exporter's database and profiles_table_name, " +
+			"and that the Collector runs a profiles pipeline with the clickhouse exporter."
+		if hasFlamehouse {
+			hint = "The database has Flamehouse's tables: set the profiles schema to \"Flamehouse tables\" to read them, or fix the exporter table setting."
+		}
+		return healthError("Connected, but the OpenTelemetry Collector exporter's profiles table %q is missing in database %q. %s",
+			otelTable, cfg.Database, hint)
+	}
+	if lacking := cat.missingColumns(otelTable, query.OTelRequiredColumns); len(lacking) > 0 {
+		return healthError("Connected, but the exporter's table %q lacks columns the queries read: %s. "+
+			"It was created by an exporter version this plugin does not know (tested: clickhouseexporter v0.161.0).",
+			otelTable, strings.Join(lacking, ", "))
+	}
+	msg := fmt.Sprintf("Connected to ClickHouse; reading the OpenTelemetry Collector exporter's profiles table %q in database %q.",
+		otelTable, cfg.Database)
+	if hasFlamehouse {
+		msg += " Flamehouse's tables are there too; a second datasource with the profiles schema \"Flamehouse tables\" reads them."
+	}
+	return &backend.CheckHealthResult{Status: backend.HealthStatusOk, Message: msg}
 }
 
 func healthError(format string, args ...any) *backend.CheckHealthResult {
 	return &backend.CheckHealthResult{Status: backend.HealthStatusError, Message: fmt.Sprintf(format, args...)}
 }
 
-// schemaGaps lists the Flamehouse tables the database lacks and, of the
-// tables it has, the columns the queries read but the tables lack.
-func schemaGaps(ctx context.Context, conn clickhouse.Conn, cfg schema.Config) (tables, columns []string, err error) {
-	rows, err := conn.Query(ctx, "SELECT table, name FROM system.columns WHERE database = ?", cfg.Database)
+// catalog is the tables and columns of a database.
+type catalog struct {
+	tables  map[string]bool
+	columns map[[2]string]bool
+}
+
+// readCatalog lists a database's tables and columns.
+func readCatalog(ctx context.Context, conn clickhouse.Conn, database string) (catalog, error) {
+	cat := catalog{tables: map[string]bool{}, columns: map[[2]string]bool{}}
+	rows, err := conn.Query(ctx, "SELECT table, name FROM system.columns WHERE database = ?", database)
 	if err != nil {
-		return nil, nil, err
+		return cat, err
 	}
 	defer rows.Close()
-	present := map[[2]string]bool{}
-	hasTable := map[string]bool{}
 	for rows.Next() {
 		var table, column string
 		if err := rows.Scan(&table, &column); err != nil {
-			return nil, nil, err
+			return cat, err
 		}
-		present[[2]string{table, column}] = true
-		hasTable[table] = true
+		cat.columns[[2]string{table, column}] = true
+		cat.tables[table] = true
 	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
+	return cat, rows.Err()
+}
+
+// flamehouseGaps lists the Flamehouse tables the database lacks and, of
+// the tables it has, the columns the queries read but the tables lack.
+func (c catalog) flamehouseGaps(cfg schema.Config) (tables, columns []string) {
 	for _, t := range schema.Tables {
 		name := cfg.Name(t)
-		if !hasTable[name] {
+		if !c.tables[name] {
 			tables = append(tables, name)
 			continue
 		}
-		for _, c := range query.RequiredColumns[t] {
-			if !present[[2]string{name, c}] {
-				columns = append(columns, name+"."+c)
-			}
+		columns = append(columns, c.missingColumns(name, query.RequiredColumns[t])...)
+	}
+	return tables, columns
+}
+
+// missingColumns lists a table's missing columns as table.column.
+func (c catalog) missingColumns(table string, want []string) []string {
+	var out []string
+	for _, col := range want {
+		if !c.columns[[2]string{table, col}] {
+			out = append(out, table+"."+col)
 		}
 	}
-	return tables, columns, nil
+	slices.Sort(out)
+	return out
 }

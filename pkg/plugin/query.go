@@ -65,7 +65,10 @@ func (d *Datasource) engine() (*query.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &query.Engine{Conn: conn, Tables: d.settings.schemaConfig(), Tenant: d.settings.Profiles.Tenant, Symbols: d.symbols}, nil
+	return &query.Engine{
+		Conn: conn, Tables: d.settings.schemaConfig(), Tenant: d.settings.Profiles.Tenant, Symbols: d.symbols,
+		Schema: d.settings.Profiles.Schema, OTelTable: d.settings.Profiles.OTelTable,
+	}, nil
 }
 
 // queryContext carries the ClickHouse settings of the datasource's

@@ -166,11 +166,17 @@ type flameRow struct {
 
 func flameRows(t *testing.T, f *data.Frame) []flameRow {
 	t.Helper()
+	return flameRowsIn(t, f, "ns")
+}
+
+// flameRowsIn reads a flame graph frame whose values are in unit.
+func flameRowsIn(t *testing.T, f *data.Frame, unit string) []flameRow {
+	t.Helper()
 	require.Equal(t, "response", f.Name)
 	require.Equal(t, data.VisType(data.VisTypeFlameGraph), f.Meta.PreferredVisualization)
 	level, value, self, label := f.Fields[0], f.Fields[1], f.Fields[2], f.Fields[3]
 	require.Equal(t, []string{"level", "value", "self", "label"}, []string{level.Name, value.Name, self.Name, label.Name})
-	require.Equal(t, "ns", value.Config.Unit)
+	require.Equal(t, unit, value.Config.Unit)
 	names := label.Config.TypeConfig.Enum.Text
 	rows := make([]flameRow, f.Rows())
 	for i := range rows {

@@ -104,6 +104,14 @@ type ProfilesSettings struct {
 	// LogsDatasourceUID names the datasource that opens log links from
 	// profiles (Loki, the ClickHouse plugin, ...); used by the frontend.
 	LogsDatasourceUID string `json:"logsDatasourceUid"`
+	// Schema picks the tables read: "flamehouse" (default), Flamehouse's
+	// own tables, or "otel", the OpenTelemetry Collector ClickHouse
+	// exporter's profiles table (no tenants: Tenant and TablePrefix are
+	// not used).
+	Schema query.Schema `json:"schema"`
+	// OTelTable is the exporter's profiles table in Database when Schema
+	// is "otel"; default "otel_profiles".
+	OTelTable string `json:"otelTable"`
 }
 
 var errNoHost = errors.New("server address (host) is missing: set it in the datasource's connection settings")
@@ -137,6 +145,12 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 	}
 	if st.Profiles.TablePrefix == "" {
 		st.Profiles.TablePrefix = schema.DefaultTablePrefix
+	}
+	if st.Profiles.Schema == "" {
+		st.Profiles.Schema = query.SchemaFlamehouse
+	}
+	if st.Profiles.OTelTable == "" {
+		st.Profiles.OTelTable = query.DefaultOTelTable
 	}
 	return st, st.validate()
 }
@@ -180,6 +194,14 @@ func (s *Settings) validate() error {
 		if _, parseErr := seconds(v, time.Second); parseErr != nil {
 			err = errors.Join(err, fmt.Errorf("%s %q is not a number of seconds", name, v))
 		}
+	}
+	if !query.ValidSchema(s.Profiles.Schema) {
+		err = errors.Join(err, fmt.Errorf("profiles schema %q is not one of %q (Flamehouse's tables) and %q (the Collector exporter's table)",
+			s.Profiles.Schema, query.SchemaFlamehouse, query.SchemaOTel))
+	}
+	if !schema.IsIdentifier(s.Profiles.OTelTable) {
+		err = errors.Join(err, fmt.Errorf("exporter table %q must be a plain identifier (letters, digits, underscore; not starting with a digit)",
+			s.Profiles.OTelTable))
 	}
 	sc := s.schemaConfig()
 	if e := sc.Validate(); e != nil {

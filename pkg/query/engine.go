@@ -40,26 +40,64 @@ const (
 
 // Run answers a request with its frames.
 func (e *Engine) Run(ctx context.Context, r *Request) (data.Frames, error) {
-	keys, err := e.sampleKeys(ctx, r)
-	if err != nil {
-		return nil, err
-	}
+	l := e.layout()
 	var frames data.Frames
 	if r.Type != TypeMetrics {
-		f, err := e.stacksFrame(ctx, r, keys)
+		stacks, labels, err := l.stacks(ctx, r)
 		if err != nil {
 			return nil, err
 		}
-		frames = append(frames, f)
+		frames = append(frames, stacksFrame(r, stacks, labels))
 	}
 	if r.Type == TypeMetrics || r.Type == TypeBoth {
-		series, err := e.series(ctx, r, keys)
+		acc := newSeriesAccumulator(r)
+		if err := l.series(ctx, r, acc); err != nil {
+			return nil, err
+		}
+		frames = append(frames, acc.frames()...)
+	}
+	return frames, nil
+}
+
+// flamehouseLayout reads Flamehouse's tables: sums per stack id from the
+// samples table or its rollups, then stacks and frames by id (cached).
+type flamehouseLayout struct {
+	e *Engine
+	// keys are the request's sample attribute keys, looked up once.
+	keys map[string]bool
+}
+
+func (l *flamehouseLayout) sampleKeys(ctx context.Context, r *Request) (map[string]bool, error) {
+	if l.keys == nil {
+		keys, err := l.e.sampleKeys(ctx, r)
 		if err != nil {
 			return nil, err
 		}
-		frames = append(frames, series...)
+		l.keys = keys
 	}
-	return frames, nil
+	return l.keys, nil
+}
+
+func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue, map[uint64]string, error) {
+	keys, err := l.sampleKeys(ctx, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	sym := l.e.symbols()
+	stacks, f, err := l.e.stacks(ctx, r, keys, sym)
+	if err != nil {
+		return nil, nil, err
+	}
+	labels, err := l.e.frameLabels(ctx, f, stacks, sym)
+	return stacks, labels, err
+}
+
+func (l *flamehouseLayout) series(ctx context.Context, r *Request, acc *seriesAccumulator) error {
+	keys, err := l.sampleKeys(ctx, r)
+	if err != nil {
+		return err
+	}
+	return l.e.series(ctx, r, keys, acc)
 }
 
 // sampleKeys finds which attribute keys of the request's labels are
@@ -104,17 +142,8 @@ type stackValue struct {
 	frames []uint64
 }
 
-// stacksFrame answers a profile or table query.
-func (e *Engine) stacksFrame(ctx context.Context, r *Request, keys map[string]bool) (*data.Frame, error) {
-	sym := e.symbols()
-	stacks, f, err := e.stacks(ctx, r, keys, sym)
-	if err != nil {
-		return nil, err
-	}
-	labels, err := e.frameLabels(ctx, f, stacks, sym)
-	if err != nil {
-		return nil, err
-	}
+// stacksFrame renders stacks as a flame graph or a top-functions table.
+func stacksFrame(r *Request, stacks []stackValue, labels map[uint64]string) *data.Frame {
 	names := flame.NewNames()
 	ids := make(map[uint64]int32, len(labels))
 	for id, label := range labels {
@@ -127,13 +156,13 @@ func (e *Engine) stacksFrame(ctx context.Context, r *Request, keys map[string]bo
 		for _, s := range stacks {
 			fns.Add(resolve(path, s.frames, ids, names), s.value)
 		}
-		return flame.TableFrame(fns.Top(r.Limit), unit), nil
+		return flame.TableFrame(fns.Top(r.Limit), unit)
 	}
 	tree := flame.NewTree(names)
 	for _, s := range stacks {
 		tree.Add(resolve(path, s.frames, ids, names), s.value)
 	}
-	return tree.Frame(r.MaxNodes, unit), nil
+	return tree.Frame(r.MaxNodes, unit)
 }
 
 // resolve turns frame ids into label ids; a frame that is not stored
@@ -302,38 +331,39 @@ func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, labels
 	return rows.Err()
 }
 
-// series answers a metrics query: one frame per group, the top Limit
-// groups by total.
-func (e *Engine) series(ctx context.Context, r *Request, keys map[string]bool) (data.Frames, error) {
+// series sums a metrics query per time bucket and group into acc.
+func (e *Engine) series(ctx context.Context, r *Request, keys map[string]bool, acc *seriesAccumulator) error {
 	var p params
 	f := buildFilter(&p, e.Tables, e.Tenant, r, keys)
 	groups, seriesCols, groupRaw := groupExprs(&p, r.GroupBy, keys)
 	step := int64(r.Step / time.Second)
 	from, to := floorTo(r.From.Unix(), step), ceilSecond(r.To)
 	segs := plan(from, to, f.source(len(seriesCols) > 0, groupRaw), step)
-	rows, err := e.Conn.Query(ctx, seriesSQL(&p, e.Tables, e.Tenant, f, segs, step, groups, seriesCols, groupRaw), p.args...)
+	return scanSeries(ctx, e, seriesSQL(&p, e.Tables, e.Tenant, f, segs, step, groups, seriesCols, groupRaw), &p, len(groups), acc)
+}
+
+// scanSeries runs a series query of (t, group labels..., value) rows into
+// acc.
+func scanSeries(ctx context.Context, e *Engine, q string, p *params, groups int, acc *seriesAccumulator) error {
+	rows, err := e.Conn.Query(ctx, q, p.args...)
 	if err != nil {
-		return nil, fmt.Errorf("sum samples per interval: %w", err)
+		return fmt.Errorf("sum samples per interval: %w", err)
 	}
 	defer rows.Close()
-	acc := newSeriesAccumulator(r)
 	for rows.Next() {
 		var t, v int64
-		labels := make([]string, len(groups))
+		labels := make([]string, groups)
 		dest := []any{&t}
 		for i := range labels {
 			dest = append(dest, &labels[i])
 		}
 		dest = append(dest, &v)
 		if err := rows.Scan(dest...); err != nil {
-			return nil, err
+			return err
 		}
 		acc.add(labels, t, v)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return acc.frames(), nil
+	return rows.Err()
 }
 
 // ceilSecond is the end of a range in whole seconds (exclusive).

@@ -1,5 +1,11 @@
 package query
 
+import (
+	"context"
+
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
 // Schema names a table layout the engine reads profiles from.
 type Schema string
 
@@ -13,5 +19,48 @@ const (
 	SchemaOTel Schema = "otel"
 )
 
+// String is the schema's name, SchemaFlamehouse for "".
+func (s Schema) String() string {
+	if s == "" {
+		return string(SchemaFlamehouse)
+	}
+	return string(s)
+}
+
 // DefaultOTelTable is the exporter's default profiles table name.
 const DefaultOTelTable = "otel_profiles"
+
+// layout is how a schema's tables answer the query model: the adapter
+// between the one query design (requests, selectors, flame graph, table
+// and series rendering) and a table layout.
+type layout interface {
+	// stacks sums the request's values per stack and returns each stack's
+	// frame ids, root first, and the label of every frame id.
+	stacks(ctx context.Context, r *Request) ([]stackValue, map[uint64]string, error)
+	// series adds the request's bucket sums per group to acc.
+	series(ctx context.Context, r *Request, acc *seriesAccumulator) error
+	// profileTypes lists the profile type ids with data in the scope.
+	profileTypes(ctx context.Context, s Scope) ([]string, error)
+	// services lists the services with data in the scope.
+	services(ctx context.Context, s Scope) ([]string, error)
+	// labelKeys lists the resource and sample attribute keys in the scope.
+	labelKeys(ctx context.Context, s Scope) ([]string, error)
+	// labelValues lists a label's values in the scope (not service_name).
+	labelValues(ctx context.Context, s Scope, label string) ([]string, error)
+}
+
+// layout returns the adapter of the engine's schema.
+func (e *Engine) layout() layout {
+	if e.Schema == SchemaOTel {
+		table := e.OTelTable
+		if table == "" {
+			table = DefaultOTelTable
+		}
+		return &otelLayout{e: e, table: schema.QuoteIdentifier(e.Tables.Database) + "." + schema.QuoteIdentifier(table)}
+	}
+	return &flamehouseLayout{e: e}
+}
+
+// ValidSchema reports whether a schema name is known ("" is the default,
+// SchemaFlamehouse).
+func ValidSchema(s Schema) bool { return s == "" || s == SchemaFlamehouse || s == SchemaOTel }

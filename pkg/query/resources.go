@@ -33,9 +33,9 @@ type Scope struct {
 
 // scopeConds renders the conditions of a scope on a table keyed by
 // service (the catalogs): time, profile type and service matchers.
-func (e *Engine) scopeConds(p *params, s Scope) string {
+func (l *flamehouseLayout) scopeConds(p *params, s Scope) string {
 	conds := []string{
-		"TenantId = " + p.str(e.Tenant), "Hour >= toStartOfHour(toDateTime(" + p.i64(s.From.Unix()) + "))",
+		"TenantId = " + p.str(l.e.Tenant), "Hour >= toStartOfHour(toDateTime(" + p.i64(s.From.Unix()) + "))",
 		"Hour < toDateTime(" + p.i64(ceilSecond(s.To)) + ")",
 	}
 	if s.ProfileType != "" {
@@ -51,8 +51,8 @@ func (e *Engine) scopeConds(p *params, s Scope) string {
 
 // catalogConds adds to scopeConds the series that the other matchers
 // select by resource attributes (on the series catalog).
-func (e *Engine) catalogConds(p *params, s Scope) string {
-	c := e.scopeConds(p, s)
+func (l *flamehouseLayout) catalogConds(p *params, s Scope) string {
+	c := l.scopeConds(p, s)
 	var resource []string
 	for i := range s.Matchers {
 		if m := &s.Matchers[i]; !isServiceName(m.Name) {
@@ -60,7 +60,7 @@ func (e *Engine) catalogConds(p *params, s Scope) string {
 		}
 	}
 	if len(resource) > 0 {
-		c += " AND SeriesId IN (" + seriesSubquery(p, e.Tables, e.Tenant, resource) + ")"
+		c += " AND SeriesId IN (" + seriesSubquery(p, l.e.Tables, l.e.Tenant, resource) + ")"
 	}
 	return c
 }
@@ -68,12 +68,12 @@ func (e *Engine) catalogConds(p *params, s Scope) string {
 // ProfileTypes lists the profile types with data in the range.
 func (e *Engine) ProfileTypes(ctx context.Context, s Scope) ([]ProfileTypeInfo, error) {
 	s.ProfileType = ""
-	var p params
-	ids, err := e.strings(ctx, "SELECT DISTINCT ProfileType FROM "+e.Tables.Qualified(schema.Catalog)+" WHERE "+e.catalogConds(&p, s)+
-		" ORDER BY ProfileType", &p)
+	ids, err := e.layout().profileTypes(ctx, s)
 	if err != nil {
 		return nil, err
 	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
 	out := make([]ProfileTypeInfo, 0, len(ids))
 	for _, id := range ids {
 		info := ProfileTypeInfo{ID: id, Label: id}
@@ -87,21 +87,14 @@ func (e *Engine) ProfileTypes(ctx context.Context, s Scope) ([]ProfileTypeInfo, 
 
 // Services lists the services with data in the scope.
 func (e *Engine) Services(ctx context.Context, s Scope) ([]string, error) {
-	var p params
-	return e.strings(ctx, "SELECT DISTINCT ServiceName FROM "+e.Tables.Qualified(schema.Catalog)+" WHERE "+e.catalogConds(&p, s)+
-		" ORDER BY ServiceName LIMIT "+p.i64(maxLabelValues), &p)
+	return e.layout().services(ctx, s)
 }
 
 // LabelNames lists the selector label names with data in the scope:
 // service_name, resource attribute keys and sample attribute keys, with
 // dots as underscores (as Pyroscope-style selectors spell them).
 func (e *Engine) LabelNames(ctx context.Context, s Scope) ([]string, error) {
-	var p params
-	q := "SELECT DISTINCT arrayJoin(mapKeys(ResourceAttributes)) FROM " + e.Tables.Qualified(schema.Series) +
-		" WHERE TenantId = " + p.str(e.Tenant) + " AND SeriesId IN (SELECT SeriesId FROM " + e.Tables.Qualified(schema.Catalog) +
-		" WHERE " + e.catalogConds(&p, s) + ") UNION DISTINCT SELECT DISTINCT Key FROM " + e.Tables.Qualified(schema.SampleLabels) +
-		" WHERE " + e.scopeConds(&p, s)
-	keys, err := e.strings(ctx, q, &p)
+	keys, err := e.layout().labelKeys(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -121,24 +114,54 @@ func (e *Engine) LabelValues(ctx context.Context, s Scope, label string) ([]stri
 	if isServiceName(label) {
 		return e.Services(ctx, s)
 	}
+	return e.layout().labelValues(ctx, s, label)
+}
+
+func (l *flamehouseLayout) profileTypes(ctx context.Context, s Scope) ([]string, error) {
 	var p params
+	return l.e.strings(ctx, "SELECT DISTINCT ProfileType FROM "+l.e.Tables.Qualified(schema.Catalog)+" WHERE "+l.catalogConds(&p, s), &p)
+}
+
+func (l *flamehouseLayout) services(ctx context.Context, s Scope) ([]string, error) {
+	var p params
+	return l.e.strings(ctx, "SELECT DISTINCT ServiceName FROM "+l.e.Tables.Qualified(schema.Catalog)+" WHERE "+l.catalogConds(&p, s)+
+		" ORDER BY ServiceName LIMIT "+p.i64(maxLabelValues), &p)
+}
+
+func (l *flamehouseLayout) labelKeys(ctx context.Context, s Scope) ([]string, error) {
+	var p params
+	e := l.e
+	q := "SELECT DISTINCT arrayJoin(mapKeys(ResourceAttributes)) FROM " + e.Tables.Qualified(schema.Series) +
+		" WHERE TenantId = " + p.str(e.Tenant) + " AND SeriesId IN (SELECT SeriesId FROM " + e.Tables.Qualified(schema.Catalog) +
+		" WHERE " + l.catalogConds(&p, s) + ") UNION DISTINCT SELECT DISTINCT Key FROM " + e.Tables.Qualified(schema.SampleLabels) +
+		" WHERE " + l.scopeConds(&p, s)
+	return e.strings(ctx, q, &p)
+}
+
+func (l *flamehouseLayout) labelValues(ctx context.Context, s Scope, label string) ([]string, error) {
+	var p params
+	e := l.e
 	inScope := " WHERE TenantId = " + p.str(e.Tenant) + " AND SeriesId IN (SELECT SeriesId FROM " + e.Tables.Qualified(schema.Catalog) +
-		" WHERE " + e.catalogConds(&p, s) + ")"
+		" WHERE " + l.catalogConds(&p, s) + ")"
 	var q string
 	if col := promotedColumns[labelName(label)]; col != "" {
 		q = "SELECT DISTINCT " + col + " AS v FROM " + e.Tables.Qualified(schema.Series) + inScope + " AND v != ''"
 	} else {
 		keys := attributeKeys(label)
-		list := make([]string, len(keys))
-		for i, k := range keys {
-			list[i] = p.str(k)
-		}
 		q = "SELECT DISTINCT " + mapValue(&p, "ResourceAttributes", keys) + " AS v FROM " + e.Tables.Qualified(schema.Series) + inScope +
 			" AND v != '' UNION DISTINCT SELECT DISTINCT Value AS v FROM " + e.Tables.Qualified(schema.SampleLabels) +
-			" WHERE " + e.scopeConds(&p, s) + " AND Key IN (" + strings.Join(list, ", ") + ")"
+			" WHERE " + l.scopeConds(&p, s) + " AND Key IN (" + strList(&p, keys) + ")"
 	}
-	values, err := e.strings(ctx, "SELECT v FROM ("+q+") ORDER BY v LIMIT "+p.i64(maxLabelValues), &p)
-	return values, err
+	return e.strings(ctx, "SELECT v FROM ("+q+") ORDER BY v LIMIT "+p.i64(maxLabelValues), &p)
+}
+
+// strList binds strings as a comma-separated list of parameters.
+func strList(p *params, values []string) string {
+	list := make([]string, len(values))
+	for i, v := range values {
+		list[i] = p.str(v)
+	}
+	return strings.Join(list, ", ")
 }
 
 // strings runs a query of one string column.

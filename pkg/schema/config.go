@@ -92,6 +92,10 @@ var (
 	errRollups   = errors.New("rollup retention must not be shorter than the retention of raw samples (0 = forever counts as longest)")
 )
 
+// IsIdentifier reports whether a database or table name is a plain
+// identifier: letters, digits and underscores, not starting with a digit.
+func IsIdentifier(name string) bool { return identifierRe.MatchString(name) }
+
 // Validate reports every problem of the config at once. Names are checked
 // here because they are pasted into DDL as identifiers.
 func (c *Config) Validate() error {

@@ -210,29 +210,6 @@ func TestConvertKeepsCountsWhenAsked(t *testing.T) {
 	require.Equal(t, int64(3), res.Batch.Samples[0].Value)
 }
 
-func TestProfileTypes(t *testing.T) {
-	tests := []struct {
-		sampleType, sampleUnit, periodType, periodUnit string
-		period                                         int64
-		want                                           string
-		factor                                         int64
-	}{
-		{"cpu", "nanoseconds", "cpu", "nanoseconds", 10_000_000, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", 1},
-		{"samples", "count", "cpu", "nanoseconds", 10_000_000, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", 10_000_000},
-		{"alloc_space", "bytes", "space", "bytes", 524288, "memory:alloc_space:bytes:space:bytes", 1},
-		{"inuse_objects", "count", "", "", 0, "memory:inuse_objects:count:inuse_objects:count", 1},
-		{"goroutine", "count", "goroutine", "count", 1, "goroutines:goroutine:count:goroutine:count", 1},
-		{"off_cpu", "nanoseconds", "", "", 0, "off_cpu:off_cpu:nanoseconds:off_cpu:nanoseconds", 1},
-		{"contentions", "count", "contentions", "count", 1, "contentions:contentions:count:contentions:count", 1},
-		{"weird:type", "count", "", "", 0, "weird_type:weird_type:count:weird_type:count", 1},
-	}
-	for _, tc := range tests {
-		got, factor := profileType(tc.sampleType, tc.sampleUnit, tc.periodType, tc.periodUnit, tc.period, true)
-		require.Equal(t, tc.want, got)
-		require.Equal(t, tc.factor, factor)
-	}
-}
-
 func TestServiceNameDefaults(t *testing.T) {
 	require.Equal(t, "checkout", ServiceName(map[string]string{"service.name": "checkout", "process.executable.name": "x"}))
 	require.Equal(t, "unknown_service:java", ServiceName(map[string]string{"process.executable.name": "java"}))

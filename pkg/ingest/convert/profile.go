@@ -7,6 +7,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/ingest/otlpwire"
+	"github.com/flamehouse/flamehouse/pkg/profiletype"
 )
 
 // rowKey identifies one sample row within a profile.
@@ -101,7 +102,7 @@ func (c *converter) profileTypeOf(p *otlpwire.Profile, cpuAsTime bool) (string, 
 	if names[0] == "" {
 		return "", 0, invalid(ReasonInvalidValueType, "sample_type has no type: every profile names what its values measure")
 	}
-	id, factor := profileType(names[0], names[1], names[2], names[3], p.Period, cpuAsTime)
+	id, factor := profiletype.ID(names[0], names[1], names[2], names[3], p.Period, cpuAsTime)
 	return id, factor, nil
 }
 
@@ -250,40 +251,6 @@ func (c *converter) rollback(b *model.Batch, m rowsMark) {
 	b.Samples = b.Samples[:m.samples]
 	b.Events = m.events
 	c.unuse(m.used)
-}
-
-// profileType names a profile Pyroscope-style,
-// name:sampleType:sampleUnit:periodType:periodUnit, and returns the factor
-// that turns its values into the named unit.
-func profileType(sampleType, sampleUnit, periodType, periodUnit string, period int64, cpuAsTime bool) (string, int64) {
-	if cpuAsTime && sampleType == "samples" && sampleUnit == "count" && periodType == "cpu" && periodUnit == "nanoseconds" && period > 0 {
-		return "process_cpu:cpu:nanoseconds:cpu:nanoseconds", period
-	}
-	if periodType == "" {
-		periodType, periodUnit = sampleType, sampleUnit
-	}
-	parts := []string{profileName(sampleType, periodType), sampleType, sampleUnit, periodType, periodUnit}
-	for i, p := range parts {
-		parts[i] = strings.ReplaceAll(p, ":", "_")
-	}
-	return strings.Join(parts, ":"), 1
-}
-
-// profileName is the first part of a profile type id.
-func profileName(sampleType, periodType string) string {
-	switch {
-	case periodType == "cpu":
-		return "process_cpu"
-	case periodType == "space", strings.HasPrefix(sampleType, "alloc_"), strings.HasPrefix(sampleType, "inuse_"):
-		return "memory"
-	case sampleType == "goroutine", sampleType == "goroutines":
-		return "goroutines"
-	case periodType != "":
-		return periodType
-	case sampleType != "":
-		return sampleType
-	}
-	return "unknown"
 }
 
 // Summary renders rejections for a partial_success message, bounded so

@@ -1,0 +1,132 @@
+package plugin
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+// exporterColumns are the exporter table's columns the adapter reads, with
+// their types (the real table, made by a Collector, is tested in
+// TestOTelExporterSchemaMatchesFlamehouse).
+var exporterColumns = []string{
+	"Timestamp DateTime64(9)", "ServiceName LowCardinality(String)", "SampleType LowCardinality(String)",
+	"SampleUnit LowCardinality(String)", "PeriodType LowCardinality(String)", "PeriodUnit LowCardinality(String)",
+	"Period Int64", "ResourceAttributes Map(LowCardinality(String), String)", "SampleAttributes Map(LowCardinality(String), String)",
+	"StackHash UInt64", "FunctionNames Array(LowCardinality(String))", "FileNames Array(LowCardinality(String))",
+	"MappingFileNames Array(LowCardinality(String))", "Addresses Array(UInt64)", "Values Array(Int64)",
+	"TimestampsUnixNano Array(UInt64)", "TraceId String", "SpanId String",
+}
+
+// createExporterTable creates an exporter-shaped profiles table without
+// the columns named in drop.
+func createExporterTable(t *testing.T, db, table string, drop ...string) {
+	t.Helper()
+	var cols []string
+	for _, c := range exporterColumns {
+		if !slices.Contains(drop, strings.Fields(c)[0]) {
+			cols = append(cols, c)
+		}
+	}
+	for _, attr := range []string{
+		"service.namespace", "service.instance.id", "deployment.environment.name", "k8s.cluster.name",
+		"k8s.namespace.name", "k8s.deployment.name", "k8s.pod.name", "k8s.pod.uid", "k8s.node.name", "k8s.container.name",
+	} {
+		cols = append(cols, "`__otel_materialized_"+attr+"` LowCardinality(String) MATERIALIZED ResourceAttributes['"+attr+"']")
+	}
+	conn := chtest.Get(t).Open(t)
+	require.NoError(t, conn.Exec(context.Background(), "CREATE TABLE "+schema.QuoteIdentifier(db)+"."+schema.QuoteIdentifier(table)+
+		" ("+strings.Join(cols, ", ")+") ENGINE = MergeTree ORDER BY (ServiceName, SampleType, toDateTime(Timestamp))"))
+}
+
+// TestCheckHealthDetectsSchemas checks that the health check says which
+// schema's tables the database has, for either setting.
+func TestCheckHealthDetectsSchemas(t *testing.T) {
+	tests := []struct {
+		name       string
+		flamehouse bool     // migrate Flamehouse's tables
+		exporter   []string // nil: no exporter table; else the columns left out of it
+		schema     string
+		ok         bool
+		says       []string
+	}{
+		{
+			"flamehouse tables, exporter table too", true,
+			[]string{},
+			"flamehouse", true,
+			[]string{"Flamehouse tables found", `exporter's profiles table "otel_profiles" is there too`},
+		},
+		{
+			"only the exporter table, flamehouse schema", false,
+			[]string{},
+			"flamehouse", false,
+			[]string{"otel_profile_samples", `It has the OpenTelemetry Collector exporter's profiles table "otel_profiles"`, `"OpenTelemetry Collector exporter"`},
+		},
+		{
+			"exporter table, otel schema", false,
+			[]string{},
+			"otel", true,
+			[]string{`reading the OpenTelemetry Collector exporter's profiles table "otel_profiles"`},
+		},
+		{
+			"both, otel schema", true,
+			[]string{},
+			"otel", true,
+			[]string{`reading the OpenTelemetry Collector exporter's profiles table`, "Flamehouse's tables are there too"},
+		},
+		{
+			"exporter table lacks columns", false,
+			[]string{"StackHash", "TimestampsUnixNano"},
+			"otel", false,
+			[]string{"otel_profiles.StackHash, otel_profiles.TimestampsUnixNano", "v0.161.0"},
+		},
+		{
+			"no table, otel schema", false, nil, "otel", false,
+			[]string{`profiles table "otel_profiles" is missing`, "profiles_table_name"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := chtest.Get(t)
+			var db string
+			if tc.flamehouse {
+				_, cfg := migrated(t)
+				db = cfg.Database
+			} else {
+				db = srv.NewDatabase(t)
+			}
+			if tc.exporter != nil {
+				createExporterTable(t, db, "otel_profiles", tc.exporter...)
+			}
+			settings := embeddedSettings(t, db)
+			settings["profiles"] = map[string]any{"database": db, "schema": tc.schema}
+			ds := instance(t, settings, map[string]string{"password": srv.Options.Auth.Password})
+			res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
+			require.NoError(t, err)
+			want := backend.HealthStatusError
+			if tc.ok {
+				want = backend.HealthStatusOk
+			}
+			require.Equal(t, want, res.Status, res.Message)
+			for _, s := range tc.says {
+				require.Contains(t, res.Message, s)
+			}
+		})
+	}
+}
+
+func TestSettingsRejectUnknownSchemaAndBadTable(t *testing.T) {
+	ds := instance(t, map[string]any{"host": "127.0.0.1", "profiles": map[string]any{"schema": "pyroscope", "otelTable": "profiles; DROP"}}, nil)
+	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
+	require.NoError(t, err)
+	require.Equal(t, backend.HealthStatusError, res.Status)
+	require.Contains(t, res.Message, `profiles schema "pyroscope" is not one of "flamehouse"`)
+	require.Contains(t, res.Message, `exporter table "profiles; DROP" must be a plain identifier`)
+}

@@ -1,0 +1,51 @@
+// Package profiletype names profiles Pyroscope-style,
+// name:sampleType:sampleUnit:periodType:periodUnit, from an OTLP profile's
+// sample and period types. The ingest stores the id; the datasource
+// derives the same id from the Collector exporter's table, so that both
+// schemas answer the same queries.
+package profiletype
+
+import "strings"
+
+// CPUTime is the id of CPU time profiles, in nanoseconds.
+const CPUTime = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+
+// IsCPUCount reports whether a profile counts samples on a CPU-time period
+// (the eBPF profiler's shape), which ID can turn into CPU time.
+func IsCPUCount(sampleType, sampleUnit, periodType, periodUnit string) bool {
+	return sampleType == "samples" && sampleUnit == "count" && periodType == "cpu" && periodUnit == "nanoseconds"
+}
+
+// ID names a profile and returns the factor that turns its values into the
+// named unit. With cpuAsTime, samples/count on a cpu/nanoseconds period
+// of a known length count CPU time (count × period) under CPUTime.
+func ID(sampleType, sampleUnit, periodType, periodUnit string, period int64, cpuAsTime bool) (string, int64) {
+	if cpuAsTime && IsCPUCount(sampleType, sampleUnit, periodType, periodUnit) && period > 0 {
+		return CPUTime, period
+	}
+	if periodType == "" {
+		periodType, periodUnit = sampleType, sampleUnit
+	}
+	parts := []string{name(sampleType, periodType), sampleType, sampleUnit, periodType, periodUnit}
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(p, ":", "_")
+	}
+	return strings.Join(parts, ":"), 1
+}
+
+// name is the first part of a profile type id.
+func name(sampleType, periodType string) string {
+	switch {
+	case periodType == "cpu":
+		return "process_cpu"
+	case periodType == "space", strings.HasPrefix(sampleType, "alloc_"), strings.HasPrefix(sampleType, "inuse_"):
+		return "memory"
+	case sampleType == "goroutine", sampleType == "goroutines":
+		return "goroutines"
+	case periodType != "":
+		return periodType
+	case sampleType != "":
+		return sampleType
+	}
+	return "unknown"
+}

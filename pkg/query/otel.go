@@ -1,0 +1,260 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/flamehouse/flamehouse/pkg/profiletype"
+	"github.com/flamehouse/flamehouse/pkg/query/selector"
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+// otelColumns are the exporter's materialized resource attribute columns,
+// by selector label name.
+var otelColumns = map[string]string{
+	"service_namespace":           "__otel_materialized_service.namespace",
+	"service_instance_id":         "__otel_materialized_service.instance.id",
+	"deployment_environment_name": "__otel_materialized_deployment.environment.name",
+	"k8s_cluster_name":            "__otel_materialized_k8s.cluster.name",
+	"k8s_namespace_name":          "__otel_materialized_k8s.namespace.name",
+	"k8s_deployment_name":         "__otel_materialized_k8s.deployment.name",
+	"k8s_pod_name":                "__otel_materialized_k8s.pod.name",
+	"k8s_pod_uid":                 "__otel_materialized_k8s.pod.uid",
+	"k8s_node_name":               "__otel_materialized_k8s.node.name",
+	"k8s_container_name":          "__otel_materialized_k8s.container.name",
+}
+
+// OTelRequiredColumns are the exporter table's columns the queries read:
+// what a health check verifies.
+var OTelRequiredColumns = func() []string {
+	cols := []string{
+		"Timestamp", "ServiceName", "SampleType", "SampleUnit", "PeriodType", "PeriodUnit", "Period",
+		"ResourceAttributes", "SampleAttributes", "StackHash", "FunctionNames", "FileNames", "MappingFileNames",
+		"Addresses", "Values", "TimestampsUnixNano", "TraceId", "SpanId",
+	}
+	for _, c := range otelColumns {
+		cols = append(cols, c)
+	}
+	return cols
+}()
+
+// otelLayout reads the OpenTelemetry Collector ClickHouse exporter's
+// profiles table: one row per OTLP sample, its frames leaf first in
+// parallel arrays, stacks grouped by the exporter's StackHash (of function
+// and file names). There is no tenant column: every row is read.
+type otelLayout struct {
+	e     *Engine
+	table string // qualified
+}
+
+// otelValue is a row's value: the sum of its values, or its number of
+// timestamps when it has none (each event counts one).
+const otelValue = "if(empty(Values), toInt64(length(TimestampsUnixNano)), arraySum(Values))"
+
+// otelFrameLabel names a frame as frameLabelSQL does on Flamehouse's
+// frames table (the exporter keeps no system name).
+const otelFrameLabel = "(f, m, fl, a) -> multiIf(f != '', f, m != '', concat('[', basename(m), ']'), fl != '', fl, concat('0x', lower(hex(a))))"
+
+// otelLabel is the SQL of a selector label's value: service_name and the
+// materialized columns as columns, any other label from the sample's
+// attributes, else its resource's, as on Flamehouse's tables.
+func otelLabel(p *params, name string) string {
+	switch {
+	case isServiceName(name):
+		return "ServiceName"
+	case otelColumns[labelName(name)] != "":
+		return schema.QuoteIdentifier(otelColumns[labelName(name)])
+	}
+	keys := attributeKeys(name)
+	return fmt.Sprintf("if(%s, %s, %s)", mapHas(p, "SampleAttributes", keys),
+		mapValue(p, "SampleAttributes", keys), mapValue(p, "ResourceAttributes", keys))
+}
+
+// where renders a time range [from, to) in Unix seconds, a profile type
+// ("": any) and matchers, and returns the value expression of the type.
+func (l *otelLayout) where(p *params, from, to int64, typeID string, ms []selector.Matcher) (where, value string) {
+	timeCond := "Timestamp >= toDateTime64(" + p.i64(from) + ", 9) AND Timestamp < toDateTime64(" + p.i64(to) + ", 9)"
+	conds := []string{timeCond}
+	value = otelValue
+	if typeID != "" {
+		var typeCond string
+		typeCond, value = l.typeCond(p, typeID, timeCond)
+		conds = append(conds, typeCond)
+	}
+	for i := range ms {
+		conds = append(conds, compare(p, otelLabel(p, ms[i].Name), &ms[i]))
+	}
+	return strings.Join(conds, " AND "), value
+}
+
+// typeCond finds the rows of a profile type id, named by their sample and
+// period types as the ingest names them (pkg/profiletype), and returns
+// the expression of their values in the id's unit. Like the ingest, it
+// counts samples/count on a cpu/nanoseconds period as CPU time (count ×
+// period), except for services that also send CPU time themselves (a
+// pprof-style sender), whose counts keep their own id.
+func (l *otelLayout) typeCond(p *params, id, timeCond string) (cond, value string) {
+	pt, err := ParseProfileType(id)
+	if err != nil {
+		return "0", otelValue
+	}
+	types := func(st, su, pt, pu string) string {
+		return "SampleType = " + p.str(st) + " AND SampleUnit = " + p.str(su) + " AND PeriodType = " + p.str(pt) + " AND PeriodUnit = " + p.str(pu)
+	}
+	cpuTimeServices := "SELECT ServiceName FROM " + l.table + " WHERE " + types("cpu", "nanoseconds", "cpu", "nanoseconds") + " AND " + timeCond
+	var variants []string
+	if plain, _ := profiletype.ID(pt.SampleType, pt.SampleUnit, pt.PeriodType, pt.PeriodUnit, 0, false); plain == id {
+		c := types(pt.SampleType, pt.SampleUnit, pt.PeriodType, pt.PeriodUnit)
+		if profiletype.IsCPUCount(pt.SampleType, pt.SampleUnit, pt.PeriodType, pt.PeriodUnit) {
+			c += " AND (Period <= 0 OR ServiceName IN (" + cpuTimeServices + "))"
+		}
+		variants = append(variants, c)
+		if pt.SampleType == pt.PeriodType && pt.SampleUnit == pt.PeriodUnit {
+			variants = append(variants, "SampleType = "+p.str(pt.SampleType)+" AND SampleUnit = "+p.str(pt.SampleUnit)+" AND PeriodType = ''")
+		}
+	}
+	value = otelValue
+	if id == profiletype.CPUTime {
+		variants = append(variants, types("samples", "count", "cpu", "nanoseconds")+" AND Period > 0 AND ServiceName NOT IN ("+cpuTimeServices+")")
+		value = "if(SampleType = 'samples', Period, 1) * " + otelValue
+	}
+	if len(variants) == 0 {
+		return "0", value
+	}
+	return "((" + strings.Join(variants, ") OR (") + "))", value
+}
+
+// requestWhere renders a request's conditions and value expression.
+func (l *otelLayout) requestWhere(p *params, r *Request, from int64) (where, value string) {
+	where, value = l.where(p, from, ceilSecond(r.To), r.ProfileType.ID, r.Matchers)
+	if len(r.SpanIDs) > 0 {
+		where += " AND SpanId IN (" + strList(p, r.SpanIDs) + ")"
+	}
+	if r.TraceID != "" {
+		where += " AND TraceId = " + p.str(r.TraceID)
+	}
+	return where, value
+}
+
+// stacks sums values per StackHash and names each stack's frames from one
+// of its rows, in one scan.
+func (l *otelLayout) stacks(ctx context.Context, r *Request) ([]stackValue, map[uint64]string, error) {
+	var p params
+	where, value := l.requestWhere(&p, r, r.From.Unix())
+	q := "SELECT h, v, arrayStringConcat(arrayReverse(arrayMap(" + otelFrameLabel + ", s.1, s.2, s.3, s.4)), '\\0') FROM (" +
+		"SELECT StackHash AS h, sum(" + value + ") AS v, any((FunctionNames, MappingFileNames, FileNames, Addresses)) AS s FROM " +
+		l.table + " WHERE " + where + " GROUP BY StackHash)"
+	rows, err := l.e.Conn.Query(ctx, q, p.args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sum samples per stack: %w", err)
+	}
+	defer rows.Close()
+	ids := map[string]uint64{}
+	labels := map[uint64]string{}
+	var stacks []stackValue
+	for rows.Next() {
+		var hash uint64
+		var v int64
+		var packed string
+		if err := rows.Scan(&hash, &v, &packed); err != nil {
+			return nil, nil, err
+		}
+		s := stackValue{value: v}
+		if packed != "" {
+			for label := range strings.SplitSeq(packed, "\x00") {
+				id, ok := ids[label]
+				if !ok {
+					id = uint64(len(ids))
+					ids[label], labels[id] = id, label
+				}
+				s.frames = append(s.frames, id)
+			}
+		}
+		stacks = append(stacks, s)
+	}
+	return stacks, labels, rows.Err()
+}
+
+func (l *otelLayout) series(ctx context.Context, r *Request, acc *seriesAccumulator) error {
+	var p params
+	step := int64(r.Step.Seconds())
+	where, value := l.requestWhere(&p, r, floorTo(r.From.Unix(), step))
+	sel := []string{"toInt64(toUnixTimestamp(toStartOfInterval(toDateTime(Timestamp), toIntervalSecond(" + p.i64(step) + ")))) AS t"}
+	keys := []string{"t"}
+	for i, g := range r.GroupBy {
+		sel = append(sel, fmt.Sprintf("%s AS g%d", otelLabel(&p, g), i))
+		keys = append(keys, fmt.Sprintf("g%d", i))
+	}
+	sel = append(sel, "sum("+value+") AS v")
+	q := "SELECT " + strings.Join(sel, ", ") + " FROM " + l.table + " WHERE " + where +
+		" GROUP BY " + strings.Join(keys, ", ") + " ORDER BY t"
+	return scanSeries(ctx, l.e, q, &p, len(r.GroupBy), acc)
+}
+
+// scopeWhere renders a lookup's scope.
+func (l *otelLayout) scopeWhere(p *params, s Scope) string {
+	where, _ := l.where(p, s.From.Unix(), ceilSecond(s.To), s.ProfileType, s.Matchers)
+	return where
+}
+
+// profileTypes names every (service, sample type, period type) in the
+// scope as the ingest would: a service's sample counts on a CPU period are
+// CPU time unless the service also sends CPU time.
+func (l *otelLayout) profileTypes(ctx context.Context, s Scope) ([]string, error) {
+	var p params
+	q := "SELECT DISTINCT ServiceName, SampleType, SampleUnit, PeriodType, PeriodUnit, Period > 0 FROM " + l.table +
+		" WHERE " + l.scopeWhere(&p, s)
+	rows, err := l.e.Conn.Query(ctx, q, p.args...)
+	if err != nil {
+		return nil, fmt.Errorf("query ClickHouse: %w", err)
+	}
+	defer rows.Close()
+	type kind struct {
+		service, st, su, pt, pu string
+		period                  bool
+	}
+	var kinds []kind
+	sendsCPUTime := map[string]bool{}
+	for rows.Next() {
+		var k kind
+		if err := rows.Scan(&k.service, &k.st, &k.su, &k.pt, &k.pu, &k.period); err != nil {
+			return nil, err
+		}
+		kinds = append(kinds, k)
+		if k.st == "cpu" && k.su == "nanoseconds" && k.pt == "cpu" && k.pu == "nanoseconds" {
+			sendsCPUTime[k.service] = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		period := int64(0)
+		if k.period {
+			period = 1
+		}
+		id, _ := profiletype.ID(k.st, k.su, k.pt, k.pu, period, !sendsCPUTime[k.service])
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func (l *otelLayout) services(ctx context.Context, s Scope) ([]string, error) {
+	var p params
+	return l.e.strings(ctx, "SELECT DISTINCT ServiceName FROM "+l.table+" WHERE "+l.scopeWhere(&p, s)+
+		" ORDER BY ServiceName LIMIT "+p.i64(maxLabelValues), &p)
+}
+
+func (l *otelLayout) labelKeys(ctx context.Context, s Scope) ([]string, error) {
+	var p params
+	return l.e.strings(ctx, "SELECT DISTINCT arrayJoin(arrayConcat(mapKeys(ResourceAttributes), mapKeys(SampleAttributes))) FROM "+
+		l.table+" WHERE "+l.scopeWhere(&p, s), &p)
+}
+
+func (l *otelLayout) labelValues(ctx context.Context, s Scope, label string) ([]string, error) {
+	var p params
+	q := "SELECT DISTINCT " + otelLabel(&p, label) + " AS v FROM " + l.table + " WHERE " + l.scopeWhere(&p, s)
+	return l.e.strings(ctx, "SELECT v FROM ("+q+") WHERE v != '' ORDER BY v LIMIT "+p.i64(maxLabelValues), &p)
+}
