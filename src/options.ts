@@ -23,14 +23,25 @@ export interface CustomSetting {
   value: string;
 }
 
-/** Where the Flamehouse tables are, and query defaults: jsonData.profiles. */
+/**
+ * The table layout profiles are read from: Flamehouse's own tables, or the
+ * profiles table of the OpenTelemetry Collector contrib ClickHouse exporter
+ * (one row per sample).
+ */
+export type ProfilesSchema = 'flamehouse' | 'otel';
+
+/** Where the profile tables are, and query defaults: jsonData.profiles. */
 export interface ProfilesOptions {
+  /** Table layout; default flamehouse. */
+  schema?: ProfilesSchema;
   /** Database of the tables; default otel. */
   database?: string;
-  /** Prefix of the table names; default otel_. */
+  /** Prefix of the table names; default otel_. Ignored with schema otel. */
   tablePrefix?: string;
-  /** Tenant whose rows the datasource reads; default '' (the ingest's tenant when its auth is off). */
+  /** Tenant whose rows the datasource reads; default '' (the ingest's tenant when its auth is off). Ignored with schema otel. */
   tenant?: string;
+  /** The exporter's profiles table in database; default otel_profiles. Read with schema otel only. */
+  otelTable?: string;
   /** Profile type of queries that name none, e.g. process_cpu:cpu:nanoseconds:cpu:nanoseconds. */
   defaultProfileType?: string;
   /** Flame graph nodes of queries that set no maxNodes; default 16384. */
@@ -100,8 +111,10 @@ export const DEFAULTS = {
   username: 'default',
   dialTimeout: '10',
   queryTimeout: '60',
+  schema: 'flamehouse' as ProfilesSchema,
   database: 'otel',
   tablePrefix: 'otel_',
+  otelTable: 'otel_profiles',
   defaultMaxNodes: 16384,
   maxMaxNodes: 1 << 20,
   spanWindowPadding: '60',
@@ -140,9 +153,11 @@ export const JSON_DATA_KEYS = [
 ] as const satisfies ReadonlyArray<keyof FlamehouseOptions>;
 
 export const PROFILES_KEYS = [
+  'schema',
   'database',
   'tablePrefix',
   'tenant',
+  'otelTable',
   'defaultProfileType',
   'defaultMaxNodes',
   'spanWindowPadding',

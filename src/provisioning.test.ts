@@ -6,7 +6,7 @@ import { readFileSync } from 'fs';
 import { join } from 'path';
 import { parse } from 'yaml';
 
-import { JSON_DATA_KEYS, PROFILES_KEYS, SECURE_HEADER_PREFIX, SECURE_KEYS } from './options';
+import { DEFAULTS, JSON_DATA_KEYS, PROFILES_KEYS, SECURE_HEADER_PREFIX, SECURE_KEYS } from './options';
 import plugin from './plugin.json';
 
 /**
@@ -38,8 +38,24 @@ function goStruct(source: string, name: string): Map<string, string> {
   return fields;
 }
 
+/**
+ * Named string types the settings structs use, such as query.Schema (from
+ * `type Schema string` in pkg/query): encoding/json decodes them as strings.
+ */
+const namedStringTypes = new Set(
+  [
+    { pkg: 'query', file: 'pkg/query/layout.go' },
+    { pkg: '', file: 'pkg/plugin/settings.go' },
+  ].flatMap(({ pkg, file }) =>
+    [...read(file).matchAll(/^type (\w+) string$/gm)].map((m) => (pkg ? `${pkg}.${m[1]}` : m[1]))
+  )
+);
+
 /** Whether a YAML value fits a Go field type as encoding/json decodes it. */
 function fitsGoType(goType: string, value: unknown): boolean {
+  if (namedStringTypes.has(goType)) {
+    return typeof value === 'string';
+  }
   switch (goType) {
     case 'string':
       return typeof value === 'string';
@@ -87,11 +103,12 @@ const profilesStruct = goStruct(settingsGo, 'ProfilesSettings');
 const goSecureKeys = [...settingsGo.matchAll(/DecryptedSecureJSONData\["(\w+)"\]/g)].map((m) => m[1]);
 
 interface ProvisionedDatasource {
+  name: string;
   uid: string;
   type: string;
   jsonData: Record<string, unknown> & {
-    httpHeaders: Array<Record<string, unknown>>;
-    customSettings: Array<Record<string, unknown>>;
+    httpHeaders?: Array<Record<string, unknown>>;
+    customSettings?: Array<Record<string, unknown>>;
     profiles: Record<string, unknown>;
   };
   secureJsonData: Record<string, string | null>;
@@ -101,7 +118,26 @@ const datasources = parse(read('provisioning/datasources/datasources.yml')) as {
   apiVersion: number;
   datasources: ProvisionedDatasource[];
 };
+/** The full example: every key set, on Flamehouse's tables. The dashboard and the browser tests use it. */
 const ds = datasources.datasources[0];
+/** The same server, on the OpenTelemetry Collector ClickHouse exporter's profiles table. */
+const otelDs = datasources.datasources[1];
+
+/** Problems of a datasource's jsonData against the Go settings structs. */
+function jsonDataProblems(j: ProvisionedDatasource['jsonData']) {
+  return [
+    ...checkAgainst(settingsStruct, j, 'jsonData'),
+    ...checkAgainst(profilesStruct, j.profiles, 'jsonData.profiles', FRONTEND_ONLY_PROFILES_KEYS),
+    ...(j.httpHeaders ?? []).flatMap((h, i) => checkAgainst(headerStruct, h, `jsonData.httpHeaders[${i}]`)),
+    ...(j.customSettings ?? []).flatMap((c, i) =>
+      checkAgainst(customSettingStruct, c, `jsonData.customSettings[${i}]`)
+    ),
+  ];
+}
+
+/** The table layouts of pkg/query/layout.go, by constant name. */
+const layoutGo = read('pkg/query/layout.go');
+const goConst = (name: string) => layoutGo.match(new RegExp(`\\b${name}\\b[^=\\n]*=\\s*"([^"]*)"`))?.[1];
 
 describe('provisioning/datasources/datasources.yml', () => {
   it('reads the Go settings structs it is checked against', () => {
@@ -110,21 +146,16 @@ describe('provisioning/datasources/datasources.yml', () => {
     expect(goSecureKeys).toEqual(expect.arrayContaining(['password', 'tlsCACert']));
   });
 
-  it('provisions one datasource of this plugin', () => {
+  it('provisions two datasources of this plugin: Flamehouse tables, then the exporter table', () => {
     expect(datasources.apiVersion).toBe(1);
-    expect(datasources.datasources).toHaveLength(1);
+    expect(datasources.datasources).toHaveLength(2);
     expect(ds).toMatchObject({ type: plugin.id, uid: 'flamehouse', access: 'proxy' });
+    expect(otelDs).toMatchObject({ type: plugin.id, uid: 'flamehouse-otel', access: 'proxy' });
+    expect(new Set(datasources.datasources.map((d) => d.name)).size).toBe(2);
   });
 
-  it('uses only keys the backend reads, with types it decodes', () => {
-    const j = ds.jsonData;
-    const problems = [
-      ...checkAgainst(settingsStruct, j, 'jsonData'),
-      ...checkAgainst(profilesStruct, j.profiles, 'jsonData.profiles', FRONTEND_ONLY_PROFILES_KEYS),
-      ...j.httpHeaders.flatMap((h, i) => checkAgainst(headerStruct, h, `jsonData.httpHeaders[${i}]`)),
-      ...j.customSettings.flatMap((c, i) => checkAgainst(customSettingStruct, c, `jsonData.customSettings[${i}]`)),
-    ];
-    expect(problems).toEqual([]);
+  it.each([0, 1])('datasource %d uses only keys the backend reads, with types it decodes', (i) => {
+    expect(jsonDataProblems(datasources.datasources[i].jsonData)).toEqual([]);
   });
 
   it('sets every key of the backend and of the config editor', () => {
@@ -135,12 +166,34 @@ describe('provisioning/datasources/datasources.yml', () => {
     );
     expect([...JSON_DATA_KEYS].sort()).toEqual([...settingsStruct.keys()].sort());
     expect([...PROFILES_KEYS].sort()).toEqual(Object.keys(j.profiles).sort());
-    expect(j.httpHeaders.some((h) => h.secure === true) && j.httpHeaders.some((h) => h.secure === false)).toBe(true);
-    expect(j.customSettings.length).toBeGreaterThan(0);
+    const headers = j.httpHeaders ?? [];
+    expect(headers.some((h) => h.secure === true) && headers.some((h) => h.secure === false)).toBe(true);
+    expect(j.customSettings?.length).toBeGreaterThan(0);
+    expect(j.profiles).toMatchObject({ schema: DEFAULTS.schema, otelTable: DEFAULTS.otelTable });
+  });
+
+  it('names the schemas and the exporter table default as pkg/query/layout.go does', () => {
+    expect(goConst('SchemaFlamehouse')).toBe('flamehouse');
+    expect(goConst('SchemaOTel')).toBe('otel');
+    expect(goConst('DefaultOTelTable')).toBe(DEFAULTS.otelTable);
+    expect(DEFAULTS.schema).toBe(goConst('SchemaFlamehouse'));
+  });
+
+  it('points the exporter-table datasource at the same server, on the exporter table', () => {
+    const connection = ['host', 'port', 'protocol', 'secure', 'username'];
+    const pick = (j: Record<string, unknown>) => Object.fromEntries(connection.map((k) => [k, j[k]]));
+    expect(pick(otelDs.jsonData)).toEqual(pick(ds.jsonData));
+    // No tablePrefix or tenant: they are ignored with schema otel, and setting them would mislead.
+    expect(otelDs.jsonData.profiles).toEqual({
+      schema: 'otel',
+      database: ds.jsonData.profiles.database,
+      otelTable: DEFAULTS.otelTable,
+    });
+    expect(otelDs.secureJsonData).toEqual({ password: ds.secureJsonData.password });
   });
 
   it('sets every secure field, from the environment only', () => {
-    const secureHeaders = ds.jsonData.httpHeaders
+    const secureHeaders = (ds.jsonData.httpHeaders ?? [])
       .filter((h) => h.secure)
       .map((h) => `${SECURE_HEADER_PREFIX}${h.name}`);
     expect([...SECURE_KEYS].sort()).toEqual([...goSecureKeys].sort());

@@ -37,7 +37,11 @@ export const selectors = {
       value: 'flamehouse-config-custom-setting-value',
       remove: 'flamehouse-config-custom-setting-remove',
     },
+    schema: 'flamehouse-config-profiles-schema',
     database: 'flamehouse-config-profiles-database',
+    otelTable: 'flamehouse-config-profiles-otel-table',
+    /** The note that table prefix and tenant do not apply to the exporter's table. */
+    otelNote: 'flamehouse-config-profiles-otel-note',
     tablePrefix: 'flamehouse-config-profiles-table-prefix',
     tenant: 'flamehouse-config-profiles-tenant',
     defaultProfileType: 'flamehouse-config-profiles-default-profile-type',

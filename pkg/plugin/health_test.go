@@ -129,4 +129,11 @@ func TestSettingsRejectUnknownSchemaAndBadTable(t *testing.T) {
 	require.Equal(t, backend.HealthStatusError, res.Status)
 	require.Contains(t, res.Message, `profiles schema "pyroscope" is not one of "flamehouse"`)
 	require.Contains(t, res.Message, `exporter table "profiles; DROP" must be a plain identifier`)
+
+	// The exporter's schema does not use the table prefix (the editor hides
+	// it), so a stale one does not fail the check.
+	ds = instance(t, map[string]any{"host": "127.0.0.1", "profiles": map[string]any{"schema": "otel", "tablePrefix": "bad-prefix"}}, nil)
+	require.NoError(t, ds.settingsErr)
+	ds = instance(t, map[string]any{"host": "127.0.0.1", "profiles": map[string]any{"tablePrefix": "bad-prefix"}}, nil)
+	require.ErrorContains(t, ds.settingsErr, "table prefix")
 }

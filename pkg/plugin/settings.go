@@ -204,6 +204,9 @@ func (s *Settings) validate() error {
 			s.Profiles.OTelTable))
 	}
 	sc := s.schemaConfig()
+	if s.Profiles.Schema == query.SchemaOTel {
+		sc.TablePrefix = "" // not used: the editor hides it
+	}
 	if e := sc.Validate(); e != nil {
 		err = errors.Join(err, fmt.Errorf("profiles settings: %w", e))
 	}

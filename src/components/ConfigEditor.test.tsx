@@ -41,6 +41,10 @@ function chooseProtocol(label: 'Native' | 'HTTP') {
   fireEvent.click(within(screen.getByTestId(c.protocol)).getByRole('radio', { name: label }));
 }
 
+function chooseSchema(label: 'Flamehouse tables' | 'OpenTelemetry Collector exporter table') {
+  fireEvent.click(within(screen.getByTestId(c.schema)).getByRole('radio', { name: label }));
+}
+
 function openAdditionalSettings() {
   fireEvent.click(screen.getByTestId(`${c.sections.additional}-header`));
 }
@@ -70,6 +74,7 @@ describe('ConfigEditor', () => {
     const profiles = screen.getByTestId(c.sections.profiles);
     expect(within(profiles).getByTestId(c.database)).toHaveValue('prof');
     for (const id of [
+      c.schema,
       c.tablePrefix,
       c.tenant,
       c.defaultProfileType,
@@ -365,6 +370,73 @@ describe('ConfigEditor', () => {
       });
       typeInto(c.defaultMaxNodes, '');
       expect(view.latest().jsonData.profiles?.defaultMaxNodes).toBeUndefined();
+    });
+
+    describe('schema', () => {
+      it('defaults to the Flamehouse tables: table prefix and tenant, no exporter table', () => {
+        renderStateful(ConfigEditor, settings({ host: 'ch' }));
+        const schema = within(screen.getByTestId(c.schema));
+        expect(schema.getByRole('radio', { name: 'Flamehouse tables' })).toBeChecked();
+        expect(schema.getByRole('radio', { name: 'OpenTelemetry Collector exporter table' })).not.toBeChecked();
+        expect(screen.getByTestId(c.tablePrefix)).toBeInTheDocument();
+        expect(screen.getByTestId(c.tenant)).toBeInTheDocument();
+        expect(screen.queryByTestId(c.otelTable)).not.toBeInTheDocument();
+        expect(screen.queryByTestId(c.otelNote)).not.toBeInTheDocument();
+      });
+
+      it('switches to the exporter table: shows its table, hides table prefix and tenant, and keeps them', () => {
+        const view = renderStateful(
+          ConfigEditor,
+          settings({ host: 'ch', profiles: { database: 'otel', tablePrefix: 'fh_', tenant: 'team-a' } })
+        );
+        chooseSchema('OpenTelemetry Collector exporter table');
+        expect(view.latest().jsonData).toEqual({
+          host: 'ch',
+          profiles: { database: 'otel', tablePrefix: 'fh_', tenant: 'team-a', schema: 'otel' },
+        });
+        expect(screen.getByTestId(c.otelTable)).toHaveValue('');
+        expect(screen.getByTestId(c.otelTable)).toHaveAttribute('placeholder', 'otel_profiles');
+        expect(screen.queryByTestId(c.tablePrefix)).not.toBeInTheDocument();
+        expect(screen.queryByTestId(c.tenant)).not.toBeInTheDocument();
+        expect(screen.getByTestId(c.otelNote)).toHaveTextContent(/no tenant column/);
+        expect(screen.getByTestId(c.database)).toHaveValue('otel');
+
+        // Hidden, not lost: switching back shows the prefix and tenant again.
+        chooseSchema('Flamehouse tables');
+        expect(view.latest().jsonData.profiles).toEqual({
+          database: 'otel',
+          tablePrefix: 'fh_',
+          tenant: 'team-a',
+          schema: 'flamehouse',
+        });
+        expect(screen.getByTestId(c.tablePrefix)).toHaveValue('fh_');
+        expect(screen.getByTestId(c.tenant)).toHaveValue('team-a');
+        expect(screen.queryByTestId(c.otelTable)).not.toBeInTheDocument();
+      });
+
+      it('shows a stored exporter table and writes profiles.otelTable', () => {
+        const view = renderStateful(ConfigEditor, settings({ profiles: { schema: 'otel', otelTable: 'profiles_v1' } }));
+        expect(
+          within(screen.getByTestId(c.schema)).getByRole('radio', { name: 'OpenTelemetry Collector exporter table' })
+        ).toBeChecked();
+        expect(screen.getByTestId(c.otelTable)).toHaveValue('profiles_v1');
+        typeInto(c.otelTable, 'otel_profiles_2');
+        expect(view.latest().jsonData.profiles).toEqual({ schema: 'otel', otelTable: 'otel_profiles_2' });
+        typeInto(c.otelTable, '');
+        expect(view.latest().jsonData.profiles).toEqual({ schema: 'otel', otelTable: '' });
+      });
+
+      it('flags an exporter table that is not a plain identifier', () => {
+        renderStateful(ConfigEditor, settings({ profiles: { schema: 'otel', otelTable: 'otel-profiles' } }));
+        const profiles = within(screen.getByTestId(c.sections.profiles));
+        expect(profiles.getByText(/Must be a plain identifier/)).toBeInTheDocument();
+
+        typeInto(c.otelTable, '1profiles');
+        expect(profiles.getByText(/Must be a plain identifier/)).toBeInTheDocument();
+
+        typeInto(c.otelTable, 'otel_profiles');
+        expect(profiles.queryByText(/Must be a plain identifier/)).not.toBeInTheDocument();
+      });
     });
 
     it('links traces and logs datasources by uid', () => {

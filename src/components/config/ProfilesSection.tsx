@@ -1,22 +1,48 @@
 import React from 'react';
 import { DataSourceInstanceSettings } from '@grafana/data';
 import { DataSourcePicker } from '@grafana/runtime';
-import { Field, Input } from '@grafana/ui';
+import { Field, Input, RadioButtonGroup, Text } from '@grafana/ui';
 
-import { DEFAULTS, ProfilesOptions } from '../../options';
+import { DEFAULTS, ProfilesOptions, ProfilesSchema } from '../../options';
 import { selectors } from '../../selectors';
 import { ConfigSection } from './ConfigSection';
 import { numberOrUndefined, textValue } from './inputs';
 import { EditorProps, withProfiles } from './update';
-import { databaseError, maxNodesError, profileTypeError, secondsError, tablePrefixError } from './validation';
+import {
+  databaseError,
+  maxNodesError,
+  otelTableError,
+  profileTypeError,
+  secondsError,
+  tablePrefixError,
+} from './validation';
 
-/** Where the Flamehouse tables are, query defaults, and the linked traces and logs datasources (jsonData.profiles). */
+const schemas: Array<{ label: string; value: ProfilesSchema; description: string }> = [
+  {
+    label: 'Flamehouse tables',
+    value: 'flamehouse',
+    description: "Flamehouse's own tables, written by its ingest",
+  },
+  {
+    label: 'OpenTelemetry Collector exporter table',
+    value: 'otel',
+    description: "The profiles table of the OpenTelemetry Collector's ClickHouse exporter, one row per sample",
+  },
+];
+
+/**
+ * Where the profile tables are (Flamehouse's own or the Collector exporter's),
+ * query defaults, and the linked traces and logs datasources (jsonData.profiles).
+ */
 export function ProfilesSection({ options, onOptionsChange }: EditorProps) {
   const profiles: ProfilesOptions = options.jsonData.profiles ?? {};
   const set = (patch: Partial<ProfilesOptions>) => onOptionsChange(withProfiles(options, patch));
+  const schema = profiles.schema ?? DEFAULTS.schema;
+  const otel = schema === 'otel';
   const errors = {
     database: databaseError(profiles.database),
     tablePrefix: tablePrefixError(profiles.tablePrefix),
+    otelTable: otelTableError(profiles.otelTable),
     profileType: profileTypeError(profiles.defaultProfileType),
     maxNodes: maxNodesError(profiles.defaultMaxNodes),
     padding: secondsError(profiles.spanWindowPadding),
@@ -26,11 +52,22 @@ export function ProfilesSection({ options, onOptionsChange }: EditorProps) {
     <ConfigSection
       title="Profiles"
       testId={selectors.config.sections.profiles}
-      description="Where Flamehouse keeps its tables, defaults for queries, and the datasources profiles link to."
+      description="Which tables hold the profiles, defaults for queries, and the datasources profiles link to."
     >
       <Field
+        label="Schema"
+        description="Flamehouse's own tables, or the profiles table the OpenTelemetry Collector's ClickHouse exporter writes (one row per sample, no tenant)"
+      >
+        <RadioButtonGroup<ProfilesSchema>
+          data-testid={selectors.config.schema}
+          options={schemas}
+          value={schema}
+          onChange={(v) => set({ schema: v })}
+        />
+      </Field>
+      <Field
         label="Database"
-        description={`Database of the Flamehouse tables; default ${DEFAULTS.database}`}
+        description={`Database of the ${otel ? "exporter's table" : 'Flamehouse tables'}; default ${DEFAULTS.database}`}
         invalid={!!errors.database}
         error={errors.database}
       >
@@ -42,29 +79,59 @@ export function ProfilesSection({ options, onOptionsChange }: EditorProps) {
           onChange={textValue((database) => set({ database }))}
         />
       </Field>
-      <Field
-        label="Table prefix"
-        description={`Prefix of the table names (${DEFAULTS.tablePrefix}profile_samples, …); default ${DEFAULTS.tablePrefix}`}
-        invalid={!!errors.tablePrefix}
-        error={errors.tablePrefix}
-      >
-        <Input
-          data-testid={selectors.config.tablePrefix}
-          value={profiles.tablePrefix ?? ''}
-          placeholder={DEFAULTS.tablePrefix}
-          width={40}
-          onChange={textValue((tablePrefix) => set({ tablePrefix }))}
-        />
-      </Field>
-      <Field label="Tenant" description="Tenant whose profiles this datasource reads; empty when ingest auth is off">
-        <Input
-          data-testid={selectors.config.tenant}
-          value={profiles.tenant ?? ''}
-          placeholder="(none)"
-          width={40}
-          onChange={textValue((tenant) => set({ tenant }))}
-        />
-      </Field>
+      {otel ? (
+        <>
+          <Field
+            label="Exporter table"
+            description={`The exporter's profiles table in the database above; default ${DEFAULTS.otelTable}`}
+            invalid={!!errors.otelTable}
+            error={errors.otelTable}
+          >
+            <Input
+              data-testid={selectors.config.otelTable}
+              value={profiles.otelTable ?? ''}
+              placeholder={DEFAULTS.otelTable}
+              width={40}
+              onChange={textValue((otelTable) => set({ otelTable }))}
+            />
+          </Field>
+          <div data-testid={selectors.config.otelNote}>
+            <Text element="p" color="secondary" variant="bodySmall">
+              Table prefix and tenant apply to the Flamehouse tables only: the exporter&apos;s table has no tenant
+              column, so this datasource reads all of its rows.
+            </Text>
+          </div>
+        </>
+      ) : (
+        <>
+          <Field
+            label="Table prefix"
+            description={`Prefix of the table names (${DEFAULTS.tablePrefix}profile_samples, …); default ${DEFAULTS.tablePrefix}`}
+            invalid={!!errors.tablePrefix}
+            error={errors.tablePrefix}
+          >
+            <Input
+              data-testid={selectors.config.tablePrefix}
+              value={profiles.tablePrefix ?? ''}
+              placeholder={DEFAULTS.tablePrefix}
+              width={40}
+              onChange={textValue((tablePrefix) => set({ tablePrefix }))}
+            />
+          </Field>
+          <Field
+            label="Tenant"
+            description="Tenant whose profiles this datasource reads; empty when ingest auth is off"
+          >
+            <Input
+              data-testid={selectors.config.tenant}
+              value={profiles.tenant ?? ''}
+              placeholder="(none)"
+              width={40}
+              onChange={textValue((tenant) => set({ tenant }))}
+            />
+          </Field>
+        </>
+      )}
       <Field
         label="Default profile type"
         description="Used by queries that name none, such as links from other datasources"

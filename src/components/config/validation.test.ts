@@ -2,6 +2,7 @@ import {
   databaseError,
   headerNameError,
   maxNodesError,
+  otelTableError,
   portError,
   profileTypeError,
   secondsError,
@@ -37,6 +38,17 @@ describe('field checks', () => {
     expect(tablePrefixError('2024_')).toBeUndefined();
     expect(tablePrefixError('otel.')).toBeDefined();
   });
+
+  it.each([undefined, '', 'otel_profiles', '_p', 'Profiles2'])('accepts exporter table %j', (v) => {
+    expect(otelTableError(v)).toBeUndefined();
+  });
+
+  it.each(['2profiles', 'otel-profiles', 'otel.otel_profiles', 'otel profiles', '`t`'])(
+    'refuses exporter table %j',
+    (v) => {
+      expect(otelTableError(v)).toMatch(/Must be a plain identifier/);
+    }
+  );
 
   it('checks profile type ids', () => {
     expect(profileTypeError('process_cpu:cpu:nanoseconds:cpu:nanoseconds')).toBeUndefined();

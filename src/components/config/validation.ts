@@ -26,11 +26,20 @@ export function portError(port: number | undefined): string | undefined {
   return 'Must be a port number between 1 and 65535';
 }
 
-export function databaseError(v: string | undefined): string | undefined {
+function identifierError(v: string | undefined): string | undefined {
   if (!v || identifier.test(v)) {
     return undefined;
   }
   return 'Must be a plain identifier: letters, digits and underscores, not starting with a digit';
+}
+
+export function databaseError(v: string | undefined): string | undefined {
+  return identifierError(v);
+}
+
+/** The exporter's profiles table (profiles.otelTable), a plain identifier like the database. */
+export function otelTableError(v: string | undefined): string | undefined {
+  return identifierError(v);
 }
 
 export function tablePrefixError(v: string | undefined): string | undefined {
