@@ -11,15 +11,15 @@ import { EditorProps } from './config/update';
 /**
  * The datasource settings page: the ClickHouse connection laid out like the
  * official ClickHouse datasource's (server, TLS, credentials, additional
- * settings), then where the Flamehouse tables are and the query defaults.
+ * settings), then which schema and where its tables are, and the query defaults.
  */
 export function ConfigEditor(props: EditorProps) {
   return (
     <Stack direction="column" gap={2}>
       <Text element="p" color="secondary">
         Flamehouse shows OpenTelemetry profiles stored in ClickHouse as flame graphs, top-function tables and time
-        series. Connect it to the ClickHouse server that holds the Flamehouse tables; every setting is explained in
-        docs/grafana.md of the Flamehouse repository.
+        series. Connect it to the ClickHouse server that holds the Flamehouse tables or the OpenTelemetry Collector
+        exporter's profiles table; every setting is explained in docs/grafana.md of the Flamehouse repository.
       </Text>
       <Divider />
       <ServerSection {...props} />

@@ -23,7 +23,7 @@ export function ServerSection({ options, onOptionsChange }: EditorProps) {
     <ConfigSection
       title="Server"
       testId={selectors.config.sections.server}
-      description="The ClickHouse server that holds the Flamehouse tables. The embedded engine of flamehouse run serves HTTP on 127.0.0.1:8123 (user default)."
+      description="The ClickHouse server that holds the profiles (Flamehouse tables or the Collector exporter's table). The embedded engine of flamehouse run serves HTTP on 127.0.0.1:8123 (user default)."
     >
       <Field label="Server address" description="Host name or IP address of the ClickHouse server" required>
         <Input
