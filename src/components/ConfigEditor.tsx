@@ -19,7 +19,7 @@ export function ConfigEditor(props: EditorProps) {
       <Text element="p" color="secondary">
         Flamehouse shows OpenTelemetry profiles stored in ClickHouse as flame graphs, top-function tables and time
         series. Connect it to the ClickHouse server that holds the Flamehouse tables or the OpenTelemetry Collector
-        exporter's profiles table; every setting is explained in docs/grafana.md of the Flamehouse repository.
+        exporter&apos;s profiles table; every setting is explained in docs/grafana.md of the Flamehouse repository.
       </Text>
       <Divider />
       <ServerSection {...props} />
