@@ -68,8 +68,15 @@ func exporterFixture(t *testing.T) (*Datasource, []exporterRow, time.Time) {
 		ebpf(exporterRow{
 			at: at.Add(5 * time.Second), resource: pod("pod-b"), hash: 2,
 			functions: []string{"", "", "mid", "main"}, mappings: []string{"/usr/lib/libc.so.6", "", "", ""}, files: []string{"", "", "a.go", "main.go"},
-			addresses: []uint64{0xabc, 0xdef0, 2, 3}, values: []int64{2, 5}, stamps: 2, traceID: "0af7651916cd43dd8448eb211c80319c", spanID: "b7ad6b7169203331",
-			leafFirstLabels: []string{"[libc.so.6]", "0xdef0", "mid", "main"}, wantCPUNanos: 7 * cpuPeriod,
+			addresses: []uint64{0xabc, 0x1f0, 2, 3}, values: []int64{2, 5}, stamps: 2, traceID: "0af7651916cd43dd8448eb211c80319c", spanID: "b7ad6b7169203331",
+			leafFirstLabels: []string{"[libc.so.6]", "0x1f0", "mid", "main"}, wantCPUNanos: 7 * cpuPeriod,
+		}),
+		// The exporter's StackHash covers function and file names only: this
+		// stack shares the one above's hash, but its leaf is in another library.
+		ebpf(exporterRow{
+			at: at.Add(5 * time.Second), resource: pod("pod-b"), hash: 2,
+			functions: []string{"", "", "mid", "main"}, mappings: []string{"/usr/lib/libssl.so.3", "", "", ""}, files: []string{"", "", "a.go", "main.go"},
+			addresses: []uint64{0x7abc, 0x1f0, 2, 3}, values: []int64{1}, leafFirstLabels: []string{"[libssl.so.3]", "0x1f0", "mid", "main"}, wantCPUNanos: cpuPeriod,
 		}),
 		ebpf(exporterRow{
 			at: at.Add(10 * time.Second), resource: pod("pod-a"), sample: map[string]string{"thread.name": "io"}, hash: 1,
@@ -184,7 +191,7 @@ func TestOTelSchemaFlameGraphTableAndTypes(t *testing.T) {
 	for _, r := range flame {
 		levels[r.label] = r.level
 	}
-	require.Equal(t, map[string]int64{"total": 0, "main": 1, "mid": 2, "leaf": 3, "0xdef0": 3, "[libc.so.6]": 4, "runtime.gc": 2}, levels)
+	require.Equal(t, map[string]int64{"total": 0, "main": 1, "mid": 2, "leaf": 3, "0x1f0": 3, "[libc.so.6]": 4, "[libssl.so.3]": 4, "runtime.gc": 2}, levels)
 }
 
 func TestOTelSchemaSelectorsSpansAndSeries(t *testing.T) {

@@ -54,7 +54,7 @@ const otelValue = "if(empty(Values), toInt64(length(TimestampsUnixNano)), arrayS
 
 // otelFrameLabel names a frame as frameLabelSQL does on Flamehouse's
 // frames table (the exporter keeps no system name).
-const otelFrameLabel = "(f, m, fl, a) -> multiIf(f != '', f, m != '', concat('[', basename(m), ']'), fl != '', fl, concat('0x', lower(hex(a))))"
+var otelFrameLabel = "(f, m, fl, a) -> multiIf(f != '', f, m != '', concat('[', basename(m), ']'), fl != '', fl, " + addressLabel("a") + ")"
 
 // otelLabel is the SQL of a selector label's value: service_name and the
 // materialized columns as columns, any other label from the sample's
@@ -137,14 +137,16 @@ func (l *otelLayout) requestWhere(p *params, r *Request, from int64) (where, val
 	return where, value
 }
 
-// stacks sums values per StackHash and names each stack's frames from one
-// of its rows, in one scan.
+// stacks sums values per stack and names each stack's frames from one of
+// its rows, in one scan. A stack is a StackHash and the mapping files of
+// its frames: the exporter hashes function and file names only, so
+// unsymbolized frames of different libraries would otherwise share one.
 func (l *otelLayout) stacks(ctx context.Context, r *Request) ([]stackValue, map[uint64]string, error) {
 	var p params
 	where, value := l.requestWhere(&p, r, r.From.Unix())
 	q := "SELECT h, v, arrayStringConcat(arrayReverse(arrayMap(" + otelFrameLabel + ", s.1, s.2, s.3, s.4)), '\\0') FROM (" +
 		"SELECT StackHash AS h, sum(" + value + ") AS v, any((FunctionNames, MappingFileNames, FileNames, Addresses)) AS s FROM " +
-		l.table + " WHERE " + where + " GROUP BY StackHash)"
+		l.table + " WHERE " + where + " GROUP BY StackHash, cityHash64(MappingFileNames))"
 	rows, err := l.e.Conn.Query(ctx, q, p.args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sum samples per stack: %w", err)

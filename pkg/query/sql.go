@@ -345,8 +345,14 @@ func stacksSQL(p *params, tables schema.Config, tenant string, f *filter, ids []
 // the function name, else its system name, else, for unsymbolized code,
 // the mapped file's base name in brackets ("[libc.so.6]"), else the file,
 // else the address.
-const frameLabelSQL = "multiIf(FunctionName != '', FunctionName, SystemName != '', SystemName, " +
-	"MappingFile != '', concat('[', basename(MappingFile), ']'), FileName != '', FileName, concat('0x', lower(hex(Address))))"
+var frameLabelSQL = "multiIf(FunctionName != '', FunctionName, SystemName != '', SystemName, " +
+	"MappingFile != '', concat('[', basename(MappingFile), ']'), FileName != '', FileName, " + addressLabel("Address") + ")"
+
+// addressLabel spells an address as pprof does: 0x and lower-case hex
+// without leading zeros (hex() pads to whole bytes).
+func addressLabel(column string) string {
+	return "concat('0x', replaceRegexpOne(lower(hex(" + column + ")), '^0(.)', '\\\\1'))"
+}
 
 // framesSQL names frames by id, or all frames of the filter's services
 // when ids is nil (a frame may come back more than once: one row per day
