@@ -7,8 +7,10 @@ require (
 	github.com/ClickHouse/clickhouse-go/v2 v2.50.0
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/ebitengine/purego v0.11.3
+	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 	github.com/grafana/dskit v0.0.0-20260703122047-de1ec7541c44
 	github.com/grafana/grafana-plugin-sdk-go v0.298.0
+	github.com/magefile/mage v1.17.2
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/proto/otlp v1.11.1
@@ -50,7 +52,6 @@ require (
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/flatbuffers v25.12.19+incompatible // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/mux v1.8.1 // indirect
 	github.com/grafana/otel-profiling-go v0.7.0 // indirect
@@ -66,7 +67,6 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.1 // indirect
-	github.com/magefile/mage v1.17.2 // indirect
 	github.com/mattetti/filebuffer v1.0.1 // indirect
 	github.com/mattn/go-colorable v0.1.16 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
