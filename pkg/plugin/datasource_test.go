@@ -185,3 +185,34 @@ func TestSettingsDefaultsAndPorts(t *testing.T) {
 		require.ErrorContains(t, err, part)
 	}
 }
+
+func TestTracesSettings(t *testing.T) {
+	tests := []struct {
+		name     string
+		profiles string
+		database string
+		table    string
+		errs     []string
+	}{
+		{name: "defaults: next to the profiles", profiles: `{"database":"obs"}`, database: "obs", table: "otel_traces"},
+		{name: "default database", profiles: `{}`, database: "otel", table: "otel_traces"},
+		{name: "set", profiles: `{"tracesDatabase":"traces","tracesTable":"spans","metricsDatasourceUid":"prom"}`, database: "traces", table: "spans"},
+		{
+			name: "not identifiers", profiles: `{"tracesDatabase":"a.b","tracesTable":"x; DROP"}`,
+			errs: []string{`traces database "a.b"`, `traces table "x; DROP"`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(`{"host":"ch","profiles":` + tt.profiles + `}`)})
+			if len(tt.errs) > 0 {
+				for _, e := range tt.errs {
+					require.ErrorContains(t, err, e, "every problem at once")
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, []string{tt.database, tt.table}, []string{st.Profiles.TracesDatabase, st.Profiles.TracesTable})
+		})
+	}
+}

@@ -51,6 +51,9 @@ func TestProvisionedDatasourcesAreHealthy(t *testing.T) {
 			profiles, ok := jsonData["profiles"].(map[string]any)
 			require.True(t, ok, "jsonData.profiles is a mapping")
 			profiles["database"] = cfg.Database
+			if _, ok := profiles["tracesDatabase"]; ok {
+				profiles["tracesDatabase"] = cfg.Database // the exporter's spans table, next to the profiles
+			}
 			secure["password"] = chtest.Get(t).Options.Auth.Password
 			ds := instance(t, jsonData, secure)
 			res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
@@ -73,7 +76,7 @@ func TestProvisionedDatasourcesAreHealthy(t *testing.T) {
 func requireQueriesRun(t *testing.T, ds *Datasource) {
 	t.Helper()
 	now := time.Now()
-	for _, queryType := range []string{"profile", "table", "metrics"} {
+	for _, queryType := range []string{"profile", "table", "metrics", "spans"} {
 		q, err := json.Marshal(map[string]any{"queryType": queryType, "labelSelector": `{service_name="none"}`})
 		require.NoError(t, err)
 		resp, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{

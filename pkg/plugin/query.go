@@ -11,9 +11,10 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
 
-// QueryData answers each query: a flame graph, a top-functions table or
-// time series. Invalid queries and ClickHouse failures are downstream
-// errors of that query only.
+// QueryData answers each query: a flame graph, a top-functions table,
+// time series, a trace's spans or the costliest spans. Invalid queries and
+// ClickHouse failures are downstream errors of that query only; the
+// frames' links name the datasource by the uid in the plugin context.
 func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
 	resp := backend.NewQueryDataResponse()
 	engine, err := d.engine()
@@ -23,6 +24,9 @@ func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataReques
 				"datasource settings: "+err.Error())
 		}
 		return resp, nil
+	}
+	if ds := req.PluginContext.DataSourceInstanceSettings; ds != nil {
+		engine.DatasourceUID, engine.DatasourceName = ds.UID, ds.Name
 	}
 	ctx = d.queryContext(ctx, req.PluginContext.User, req.GetHTTPHeader("X-Dashboard-Uid"), req.GetHTTPHeader("X-Panel-Id"))
 	for _, q := range req.Queries {
@@ -37,6 +41,9 @@ func (d *Datasource) query(ctx context.Context, engine *query.Engine, q backend.
 		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream, "invalid query: "+err.Error())
 	}
 	frames, err := engine.Run(ctx, r)
+	if errors.Is(err, query.ErrNoTracesTable) {
+		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream, err.Error())
+	}
 	if err != nil {
 		return clickHouseError(err)
 	}
@@ -68,6 +75,7 @@ func (d *Datasource) engine() (*query.Engine, error) {
 	return &query.Engine{
 		Conn: conn, Tables: d.settings.schemaConfig(), Tenant: d.settings.Profiles.Tenant, Symbols: d.symbols,
 		Schema: d.settings.Profiles.Schema, OTelTable: d.settings.Profiles.OTelTable,
+		TracesDatabase: d.settings.Profiles.TracesDatabase, TracesTable: d.settings.Profiles.TracesTable,
 	}, nil
 }
 

@@ -311,13 +311,17 @@ func TestInvalidQueriesAreDownstreamErrors(t *testing.T) {
 	f := newFixture(t, nil)
 	now := time.Now()
 	for name, q := range map[string]map[string]any{
-		"bad selector":     {"profileTypeId": cpuType, "labelSelector": `{service_name=}`},
-		"bad type":         {"profileTypeId": "cpu"},
-		"bad query type":   {"profileTypeId": cpuType, "queryType": "flame"},
-		"bad span id":      {"profileTypeId": cpuType, "spanSelector": []string{"xyz"}},
-		"bad max nodes":    {"profileTypeId": cpuType, "maxNodes": -1},
-		"no profile type":  {"queryType": "profile"},
-		"too many groupBy": {"profileTypeId": cpuType, "groupBy": []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}},
+		"bad selector":      {"profileTypeId": cpuType, "labelSelector": `{service_name=}`},
+		"bad type":          {"profileTypeId": "cpu"},
+		"bad query type":    {"profileTypeId": cpuType, "queryType": "flame"},
+		"bad span id":       {"profileTypeId": cpuType, "spanSelector": []string{"xyz"}},
+		"bad max nodes":     {"profileTypeId": cpuType, "maxNodes": -1},
+		"no profile type":   {"queryType": "profile"},
+		"too many groupBy":  {"profileTypeId": cpuType, "groupBy": []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}},
+		"traces, no trace":  {"queryType": "traces", "profileTypeId": cpuType},
+		"traces, bad trace": {"queryType": "traces", "traceId": "4bf92f35"},
+		"spans, bad limit":  {"queryType": "spans", "profileTypeId": cpuType, "limit": 100000},
+		"spans, no type":    {"queryType": "spans"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := f.query(t, q, now.Add(-time.Hour), now)

@@ -104,6 +104,18 @@ type ProfilesSettings struct {
 	// LogsDatasourceUID names the datasource that opens log links from
 	// profiles (Loki, the ClickHouse plugin, ...); used by the frontend.
 	LogsDatasourceUID string `json:"logsDatasourceUid"`
+	// MetricsDatasourceUID names the datasource that opens metric links
+	// from profiles (Prometheus, ...); used by the frontend.
+	MetricsDatasourceUID string `json:"metricsDatasourceUid"`
+	// TracesDatabase holds the OpenTelemetry Collector ClickHouse
+	// exporter's spans table, read by traces queries, by spans queries (for
+	// names and durations) and to keep trace-wide reads to the trace's
+	// spans; default: Database.
+	TracesDatabase string `json:"tracesDatabase"`
+	// TracesTable is the exporter's spans table in TracesDatabase; its
+	// trace id lookup table is TracesTable + "_trace_id_ts", as the
+	// exporter names it; default "otel_traces".
+	TracesTable string `json:"tracesTable"`
 	// Schema picks the tables read: "flamehouse" (default), Flamehouse's
 	// own tables, or "otel", the OpenTelemetry Collector ClickHouse
 	// exporter's profiles table (no tenants: Tenant and TablePrefix are
@@ -151,6 +163,12 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 	}
 	if st.Profiles.OTelTable == "" {
 		st.Profiles.OTelTable = query.DefaultOTelTable
+	}
+	if st.Profiles.TracesDatabase == "" {
+		st.Profiles.TracesDatabase = st.Profiles.Database
+	}
+	if st.Profiles.TracesTable == "" {
+		st.Profiles.TracesTable = query.DefaultTracesTable
 	}
 	return st, st.validate()
 }
@@ -202,6 +220,11 @@ func (s *Settings) validate() error {
 	if !schema.IsIdentifier(s.Profiles.OTelTable) {
 		err = errors.Join(err, fmt.Errorf("exporter table %q must be a plain identifier (letters, digits, underscore; not starting with a digit)",
 			s.Profiles.OTelTable))
+	}
+	for name, v := range map[string]string{"traces database": s.Profiles.TracesDatabase, "traces table": s.Profiles.TracesTable} {
+		if !schema.IsIdentifier(v) {
+			err = errors.Join(err, fmt.Errorf("%s %q must be a plain identifier (letters, digits, underscore; not starting with a digit)", name, v))
+		}
 	}
 	sc := s.schemaConfig()
 	if s.Profiles.Schema == query.SchemaOTel {

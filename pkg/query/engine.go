@@ -28,6 +28,14 @@ type Engine struct {
 	// OTelTable is the exporter's profiles table in Tables.Database when
 	// Schema is SchemaOTel; "" means DefaultOTelTable.
 	OTelTable string
+	// TracesDatabase and TracesTable locate the Collector exporter's spans
+	// table (and its trace id lookup, TracesTable + "_trace_id_ts"), read
+	// by traces queries and to keep trace-wide reads to the trace's spans;
+	// "" means Tables.Database and DefaultTracesTable.
+	TracesDatabase, TracesTable string
+	// DatasourceUID and DatasourceName name this datasource, the target of
+	// the internal links the frames carry ("": no links).
+	DatasourceUID, DatasourceName string
 }
 
 // idsPerLookup bounds the stack or frame ids of one lookup (they travel as
@@ -40,7 +48,33 @@ const (
 
 // Run answers a request with its frames.
 func (e *Engine) Run(ctx context.Context, r *Request) (data.Frames, error) {
+	var traces *tracesTables
+	if r.Type == TypeTraces || r.Type == TypeSpans || r.TraceID != "" {
+		var err error
+		if traces, err = e.tracesTables(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if r.Type == TypeTraces {
+		f, err := e.trace(ctx, traces, r)
+		if err != nil {
+			return nil, err
+		}
+		return data.Frames{f}, nil
+	}
+	if r.TraceID != "" {
+		if err := e.scopeTrace(ctx, traces, r); err != nil {
+			return nil, err
+		}
+	}
 	l := e.layout()
+	if r.Type == TypeSpans {
+		f, err := e.spans(ctx, l, traces, r)
+		if err != nil {
+			return nil, err
+		}
+		return data.Frames{f}, nil
+	}
 	var frames data.Frames
 	if r.Type != TypeMetrics {
 		stacks, labels, err := l.stacks(ctx, r)
@@ -54,7 +88,7 @@ func (e *Engine) Run(ctx context.Context, r *Request) (data.Frames, error) {
 		if err := l.series(ctx, r, acc); err != nil {
 			return nil, err
 		}
-		frames = append(frames, acc.frames()...)
+		frames = append(frames, acc.frames(e.linkTarget(r))...)
 	}
 	return frames, nil
 }

@@ -39,6 +39,10 @@ type layout interface {
 	stacks(ctx context.Context, r *Request) ([]stackValue, map[uint64]string, error)
 	// series adds the request's bucket sums per group to acc.
 	series(ctx context.Context, r *Request, acc *seriesAccumulator) error
+	// spans sums the request's values per span (span and trace id) and
+	// returns the top r.Limit spans, largest first, and the total of the
+	// whole selection, samples without a span included.
+	spans(ctx context.Context, r *Request) ([]spanValue, int64, error)
 	// profileTypes lists the profile type ids with data in the scope.
 	profileTypes(ctx context.Context, s Scope) ([]string, error)
 	// services lists the services with data in the scope.

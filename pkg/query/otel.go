@@ -134,6 +134,9 @@ func (l *otelLayout) requestWhere(p *params, r *Request, from int64) (where, val
 	if r.TraceID != "" {
 		where += " AND TraceId = " + p.str(r.TraceID)
 	}
+	if r.traceSpans != nil {
+		where += " AND " + r.traceSpans.cond(p)
+	}
 	return where, value
 }
 

@@ -1,9 +1,11 @@
 // Package query answers the datasource's queries from the Flamehouse
-// tables: flame graphs, top-functions tables and time series. Queries follow
-// Grafana Pyroscope's query model (queryType, profileTypeId, labelSelector,
-// spanSelector, groupBy, limit, maxNodes) plus traceId, so that links built
-// for Pyroscope work unchanged. SQL is built from parameters only: user
-// text travels as typed query parameters, never inside the SQL.
+// tables: flame graphs, top-functions tables and time series, a trace's
+// spans with their profile marks, and the spans that cost the most.
+// Queries follow Grafana Pyroscope's query model (queryType, profileTypeId,
+// labelSelector, spanSelector, groupBy, limit, maxNodes) plus traceId, so
+// that links built for Pyroscope work unchanged. SQL is built from
+// parameters only: user text travels as typed query parameters, never
+// inside the SQL.
 package query
 
 import (
@@ -23,6 +25,8 @@ const (
 	TypeMetrics = "metrics" // time series
 	TypeBoth    = "both"    // a flame graph and time series
 	TypeTable   = "table"   // top functions
+	TypeTraces  = "traces"  // a trace's spans (from the exporter's otel_traces), marked where they have samples
+	TypeSpans   = "spans"   // the spans with the most profile value
 )
 
 // Limits on what a query may ask for.
@@ -61,6 +65,16 @@ type Request struct {
 	From, To    time.Time
 	// Step is the time-series interval.
 	Step time.Duration
+	// Padding is the datasource's span window padding, which widens span
+	// and trace reads.
+	Padding time.Duration
+
+	// rangeFrom and rangeTo are the time range as sent, before padding:
+	// the range of the links the frames carry.
+	rangeFrom, rangeTo time.Time
+	// traceSpans, when set, keeps only samples whose span is one of the
+	// trace's stored spans (see Engine.scopeTrace).
+	traceSpans *traceScope
 }
 
 // ProfileType is a parsed profile type id,
@@ -102,7 +116,7 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	if err := json.Unmarshal(raw, &q); err != nil {
 		return nil, fmt.Errorf("the query is not valid JSON: %w", err)
 	}
-	r := &Request{From: from, To: to}
+	r := &Request{From: from, To: to, Padding: opts.SpanPadding, rangeFrom: from, rangeTo: to}
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -111,6 +125,9 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	}
 	add(r.setType(q.QueryType))
 	add(r.setProfileType(q.ProfileTypeID, opts.DefaultProfileType))
+	if r.Type == TypeTraces && strings.TrimSpace(q.TraceID) == "" {
+		add(errors.New("traceId is missing: a traces query reads one trace (32 hex digits)"))
+	}
 	add(r.setMatchers(q.LabelSelector))
 	add(r.setSpans(q.SpanSelector, q.TraceID))
 	add(r.setGroupBy(q.GroupBy))
@@ -132,17 +149,22 @@ func (r *Request) setType(t string) error {
 	switch t {
 	case "":
 		r.Type = TypeProfile
-	case TypeProfile, TypeMetrics, TypeBoth, TypeTable:
+	case TypeProfile, TypeMetrics, TypeBoth, TypeTable, TypeTraces, TypeSpans:
 		r.Type = t
 	default:
-		return fmt.Errorf("queryType %q is not one of profile, metrics, both, table", t)
+		return fmt.Errorf("queryType %q is not one of profile, metrics, both, table, traces, spans", t)
 	}
 	return nil
 }
 
+// setProfileType sets the query's profile type, else the default. A traces
+// query may have neither: its spans then carry no profile marks.
 func (r *Request) setProfileType(id, def string) error {
 	if id == "" {
 		id = def
+	}
+	if id == "" && r.Type == TypeTraces {
+		return nil
 	}
 	if id == "" {
 		return errors.New("profileTypeId is missing: choose a profile type")

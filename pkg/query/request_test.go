@@ -2,6 +2,7 @@ package query
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,4 +53,78 @@ func TestParseRequestDefaultsAndValidation(t *testing.T) {
 	}
 	_, err = ParseRequest([]byte(`{"queryType":`), from, to, 0, opts)
 	require.ErrorContains(t, err, "not valid JSON")
+}
+
+func TestParseTracesAndSpansRequests(t *testing.T) {
+	from := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	to := from.Add(time.Hour)
+	const trace = "4BF92F3577B34DA6A3CE929D0E0E4736"
+	tests := []struct {
+		name  string
+		query string
+		opts  Options
+		check func(t *testing.T, r *Request)
+		errs  []string
+	}{
+		{
+			name: "traces with the default profile type", query: `{"queryType":"traces","traceId":"` + trace + `"}`,
+			opts: Options{DefaultProfileType: cpu, SpanPadding: time.Minute},
+			check: func(t *testing.T, r *Request) {
+				require.Equal(t, TypeTraces, r.Type)
+				require.Equal(t, strings.ToLower(trace), r.TraceID)
+				require.Equal(t, cpu, r.ProfileType.ID)
+				require.Equal(t, from.Add(-time.Minute), r.From, "widened like any trace read")
+				require.Equal(t, time.Minute, r.Padding)
+			},
+		},
+		{
+			name: "traces without any profile type", query: `{"queryType":"traces","traceId":"` + trace + `"}`,
+			check: func(t *testing.T, r *Request) {
+				require.Empty(t, r.ProfileType.ID, "no profile marks, no error")
+			},
+		},
+		{
+			name: "traces without a trace id", query: `{"queryType":"traces","profileTypeId":"` + cpu + `"}`,
+			errs: []string{"traceId is missing"},
+		},
+		{
+			name: "traces with a blank trace id", query: `{"queryType":"traces","traceId":"  "}`,
+			errs: []string{"traceId is missing"},
+		},
+		{
+			name: "traces with a bad trace id", query: `{"queryType":"traces","traceId":"xyz"}`,
+			errs: []string{"trace id \"xyz\" is not 32 hex digits"},
+		},
+		{
+			name: "spans with the default limit", query: `{"queryType":"spans","profileTypeId":"` + cpu + `","labelSelector":"{service_name=\"a\"}"}`,
+			check: func(t *testing.T, r *Request) {
+				require.Equal(t, TypeSpans, r.Type)
+				require.Equal(t, 100, r.Limit)
+				require.Len(t, r.Matchers, 1)
+				require.Equal(t, from, r.From, "no padding without spans or a trace")
+			},
+		},
+		{
+			name: "spans with a limit", query: `{"queryType":"spans","profileTypeId":"` + cpu + `","limit":7}`,
+			check: func(t *testing.T, r *Request) { require.Equal(t, 7, r.Limit) },
+		},
+		{name: "spans need a profile type", query: `{"queryType":"spans"}`, errs: []string{"profileTypeId is missing"}},
+		{
+			name: "spans with a bad limit and selector", query: `{"queryType":"spans","profileTypeId":"` + cpu + `","limit":-2,"labelSelector":"{a"}`,
+			errs: []string{"limit -2", "label selector"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseRequest([]byte(tt.query), from, to, time.Minute, tt.opts)
+			if len(tt.errs) > 0 {
+				for _, e := range tt.errs {
+					require.ErrorContains(t, err, e)
+				}
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, r)
+		})
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/flamehouse/flamehouse/pkg/query/selector"
 )
 
 // seriesAccumulator collects bucket sums per group.
@@ -17,6 +19,8 @@ type seriesAccumulator struct {
 
 type groupSeries struct {
 	labels data.Labels
+	// groups are the group-by labels' values, in the request's order.
+	groups []string
 	times  []int64
 	values []int64
 	total  int64
@@ -30,7 +34,7 @@ func (a *seriesAccumulator) add(labels []string, t, v int64) {
 	key := strings.Join(labels, "\x00")
 	g := a.groups[key]
 	if g == nil {
-		g = &groupSeries{labels: data.Labels{}}
+		g = &groupSeries{labels: data.Labels{}, groups: labels}
 		for i, l := range a.r.GroupBy {
 			g.labels[labelName(l)] = labels[i]
 		}
@@ -43,8 +47,8 @@ func (a *seriesAccumulator) add(labels []string, t, v int64) {
 }
 
 // frames renders the top Limit groups by total, each as a time series
-// frame of rates.
-func (a *seriesAccumulator) frames() data.Frames {
+// frame of rates whose value field links to the group's flame graph.
+func (a *seriesAccumulator) frames(target linkTarget) data.Frames {
 	groups := slices.Clone(a.order)
 	slices.SortStableFunc(groups, func(x, y *groupSeries) int {
 		switch {
@@ -68,7 +72,9 @@ func (a *seriesAccumulator) frames() data.Frames {
 			times[i] = time.Unix(g.times[i], 0).UTC()
 			values[i] = float64(g.values[i]) * scale / step
 		}
-		value := data.NewField(a.r.ProfileType.ID, g.labels, values).SetConfig(&data.FieldConfig{Unit: unit})
+		value := data.NewField(a.r.ProfileType.ID, g.labels, values).SetConfig(&data.FieldConfig{
+			Unit: unit, Links: target.links(LinkSeriesFlameGraph, a.groupQuery(g), true),
+		})
 		f := data.NewFrame("series", data.NewField("time", nil, times), value)
 		f.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeGraph, Type: data.FrameTypeTimeSeriesMulti})
 		out = append(out, f)
@@ -80,6 +86,18 @@ func (a *seriesAccumulator) frames() data.Frames {
 		out = append(out, f)
 	}
 	return out
+}
+
+// groupQuery is the flame graph query of a group: the request's profile
+// type, matchers, spans and trace, and an equality matcher per group-by
+// label with the group's value ("" selects samples without the label, as
+// grouping put them there).
+func (a *seriesAccumulator) groupQuery(g *groupSeries) map[string]any {
+	ms := slices.Clone(a.r.Matchers)
+	for i, l := range a.r.GroupBy {
+		ms = append(ms, selector.Matcher{Name: l, Op: selector.Equal, Value: g.groups[i]})
+	}
+	return profileQuery(a.r.ProfileType.ID, ms, a.r.SpanIDs, a.r.TraceID)
 }
 
 // rateUnit is the Grafana unit of a per-second rate of a sample unit and

@@ -171,6 +171,10 @@ func buildFilter(p *params, tables schema.Config, tenant string, r *Request, sam
 		f.conds = append(f.conds, "TraceId = "+p.str(r.TraceID))
 		f.needsRaw = true
 	}
+	if r.traceSpans != nil {
+		f.conds = append(f.conds, r.traceSpans.cond(p))
+		f.needsRaw = true
+	}
 	return f
 }
 

@@ -158,6 +158,13 @@ func TestGeneratedSQL(t *testing.T) {
 			step := int64(r.Step / time.Second)
 			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.source(len(cols) > 0, raw), step), step, groups, cols, raw)
 		}},
+		{"spans_trace.sql", func(p *params) string {
+			r := parse(`{"queryType":"spans","profileTypeId":"`+cpu+`","traceId":"4BF92F3577B34DA6A3CE929D0E0E4736","limit":10}`, from.Add(time.Hour))
+			r.scopeToTrace(&traceScope{table: "`otel`.`otel_traces`", traceID: r.TraceID, from: from.Unix(), to: from.Unix() + 3},
+				from.Add(time.Second).UnixNano(), from.Add(2500*time.Millisecond).UnixNano())
+			f := buildFilter(p, tables, "", r, nil)
+			return spansSQL(p, union(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), bySample, 1), "SpanId, TraceId, ServiceName, Value"), r.Limit)
+		}},
 		{"stacks.sql", func(p *params) string {
 			return stacksSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2})
 		}},
@@ -181,12 +188,16 @@ func TestUserTextNeverReachesTheSQL(t *testing.T) {
 	evil := []string{`x' OR 1=1 --`, `\'; DROP TABLE t; --`, "a}{b", `{evil:String}`, "`otel`.`secrets`", `") OR ("1"="1`}
 	for _, e := range evil {
 		var p params
-		r := &Request{ProfileType: ProfileType{ID: e}, GroupBy: []string{e}, SpanIDs: []string{e}, TraceID: e}
+		r := &Request{
+			ProfileType: ProfileType{ID: e}, GroupBy: []string{e}, SpanIDs: []string{e}, TraceID: e,
+			traceSpans: &traceScope{table: "`otel`.`otel_traces`", traceID: e},
+		}
 		r.Matchers = mustParse(t, `{service_name=`+quote(e)+`, `+quote(e)+`=`+quote(e)+`, k8s_pod_name!=`+quote(e)+`}`)
 		f := buildFilter(&p, tables, e, r, map[string]bool{e: true})
 		groups, cols, raw := groupExprs(&p, r.GroupBy, map[string]bool{e: true})
 		q := sumsSQL(&p, tables, f, plan(0, 100_000, byService, 1)) + stacksSQL(&p, tables, e, f, nil) + framesSQL(&p, tables, e, f, nil) +
-			seriesSQL(&p, tables, e, f, plan(0, 100_000, f.source(len(cols) > 0, raw), 60), 60, groups, cols, raw)
+			seriesSQL(&p, tables, e, f, plan(0, 100_000, f.source(len(cols) > 0, raw), 60), 60, groups, cols, raw) +
+			spansSQL(&p, union(&p, tables, f, plan(0, 100_000, bySample, 1), "SpanId, TraceId, ServiceName, Value"), 10)
 		require.NotContains(t, q, e, "user text travels as parameters only")
 	}
 }

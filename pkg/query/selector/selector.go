@@ -111,32 +111,62 @@ func (m *Matcher) compiled() *regexp.Regexp {
 // Parse reads back the same matcher.
 func (m *Matcher) String() string {
 	var b strings.Builder
-	m.writeTo(&b)
+	m.writeTo(&b, strconv.Quote)
 	return b.String()
 }
 
-func (m *Matcher) writeTo(b *strings.Builder) {
+func (m *Matcher) writeTo(b *strings.Builder, quote func(string) string) {
 	if isIdentifier(m.Name) {
 		b.WriteString(m.Name)
 	} else {
-		b.WriteString(strconv.Quote(m.Name))
+		b.WriteString(quote(m.Name))
 	}
 	b.WriteString(m.Op.String())
-	b.WriteString(strconv.Quote(m.Value))
+	b.WriteString(quote(m.Value))
 }
 
 // Format renders matchers as a selector: {a="b", c=~"d"}. No matchers give
 // "{}".
-func Format(ms []Matcher) string {
+func Format(ms []Matcher) string { return format(ms, strconv.Quote) }
+
+// FormatForTemplate renders matchers as Format does, but escapes what
+// Grafana's template interpolation would replace: every "$" becomes \x24
+// and the first "[" of "[[" becomes \x5b. Parse reads back the same
+// matchers, while Grafana leaves the text of a link's query as it is (only
+// its own variables, outside the selector, are replaced).
+func FormatForTemplate(ms []Matcher) string { return format(ms, quoteForTemplate) }
+
+func format(ms []Matcher, quote func(string) string) string {
 	var b strings.Builder
 	b.WriteByte('{')
 	for i := range ms {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		ms[i].writeTo(&b)
+		ms[i].writeTo(&b, quote)
 	}
 	b.WriteByte('}')
+	return b.String()
+}
+
+// quoteForTemplate double-quotes s with Go escapes, and "$" and "[[" as
+// hex escapes.
+func quoteForTemplate(s string) string {
+	q := strconv.Quote(s)
+	if !strings.ContainsAny(q, "$[") {
+		return q
+	}
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		switch {
+		case q[i] == '$':
+			b.WriteString(`\x24`)
+		case q[i] == '[' && i+1 < len(q) && q[i+1] == '[':
+			b.WriteString(`\x5b`)
+		default:
+			b.WriteByte(q[i])
+		}
+	}
 	return b.String()
 }
 

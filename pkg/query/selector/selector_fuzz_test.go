@@ -1,6 +1,9 @@
 package selector
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // FuzzParse checks that Parse never panics and that whatever it accepts
 // survives a round trip through Format.
@@ -23,6 +26,7 @@ func FuzzParse(f *testing.F) {
 		`{a="b`,
 		"{a=\"b\nc\"}",
 		`{"名前"=~"値.*"}`,
+		`{a="${__value.raw}", "$b"=~"[[x]]"}`,
 	}
 	for _, s := range seeds {
 		f.Add(s)
@@ -35,19 +39,29 @@ func FuzzParse(f *testing.F) {
 		for i := range ms {
 			ms[i].Matches("")
 		}
-		formatted := Format(ms)
-		again, err := Parse(formatted)
-		if err != nil {
-			t.Fatalf("Parse(%q) = %v; formatted from %q", formatted, err, input)
+		requireRoundTrip(t, input, ms, Format(ms))
+		safe := FormatForTemplate(ms)
+		if strings.Contains(safe, "$") || strings.Contains(safe, "[[") {
+			t.Fatalf("FormatForTemplate(%q) = %q leaves text Grafana would interpolate", input, safe)
 		}
-		if len(again) != len(ms) {
-			t.Fatalf("Parse(%q) gave %d matchers, want %d", formatted, len(again), len(ms))
-		}
-		for i := range ms {
-			got, want := again[i], ms[i]
-			if got.Name != want.Name || got.Op != want.Op || got.Value != want.Value {
-				t.Fatalf("matcher %d: Parse(%q) gave %s, want %s", i, formatted, got.String(), want.String())
-			}
-		}
+		requireRoundTrip(t, input, ms, safe)
 	})
+}
+
+// requireRoundTrip fails unless formatted parses back into ms.
+func requireRoundTrip(t *testing.T, input string, ms []Matcher, formatted string) {
+	t.Helper()
+	again, err := Parse(formatted)
+	if err != nil {
+		t.Fatalf("Parse(%q) = %v; formatted from %q", formatted, err, input)
+	}
+	if len(again) != len(ms) {
+		t.Fatalf("Parse(%q) gave %d matchers, want %d", formatted, len(again), len(ms))
+	}
+	for i := range ms {
+		got, want := again[i], ms[i]
+		if got.Name != want.Name || got.Op != want.Op || got.Value != want.Value {
+			t.Fatalf("matcher %d: Parse(%q) gave %s, want %s", i, formatted, got.String(), want.String())
+		}
+	}
 }

@@ -302,6 +302,28 @@ func TestFormat(t *testing.T) {
 	}))
 }
 
+func TestFormatForTemplateEscapesGrafanaVariables(t *testing.T) {
+	tests := []struct {
+		matchers []Matcher
+		want     string
+	}{
+		{nil, "{}"},
+		{[]Matcher{{Name: "a", Op: Equal, Value: "b"}}, `{a="b"}`},
+		{[]Matcher{{Name: "pod", Op: Equal, Value: "${__value.raw}"}}, `{pod="\x24{__value.raw}"}`},
+		{[]Matcher{{Name: "x.$y", Op: Regexp, Value: "[[v]]|[a-z]$"}}, `{"x.\x24y"=~"\x5b[v]]|[a-z]\x24"}`},
+		{[]Matcher{{Name: "a", Op: NotEqual, Value: `\[[`}}, `{a!="\\\x5b["}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			got := FormatForTemplate(tt.matchers)
+			require.Equal(t, tt.want, got)
+			back, err := Parse(got)
+			require.NoError(t, err)
+			require.Equal(t, tt.matchers, plain(back))
+		})
+	}
+}
+
 func TestFormatRoundTrip(t *testing.T) {
 	inputs := []string{
 		"",

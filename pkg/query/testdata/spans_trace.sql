@@ -1,0 +1,11 @@
+SELECT s, t, svc, v, total FROM (SELECT SpanId AS s, TraceId AS t, any(ServiceName) AS svc, sum(Value) AS v, sum(sum(Value)) OVER () AS total FROM (SELECT SpanId, TraceId, ServiceName, Value FROM `otel`.`otel_profile_samples` WHERE TenantId = {p0:String} AND ProfileType = {p1:String} AND TraceId = {p2:String} AND SpanId GLOBAL IN (SELECT SpanId FROM `otel`.`otel_traces` WHERE TraceId = {p3:String} AND Timestamp >= toDateTime64({p4:Int64}, 9) AND Timestamp < toDateTime64({p5:Int64}, 9)) AND Timestamp >= toDateTime({p6:Int64}) AND Timestamp < toDateTime({p7:Int64})) GROUP BY SpanId, TraceId) WHERE s != '' ORDER BY v DESC, s, t LIMIT {p8:Int64}
+-- parameters
+-- p0 = ""
+-- p1 = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+-- p2 = "4bf92f3577b34da6a3ce929d0e0e4736"
+-- p3 = "4bf92f3577b34da6a3ce929d0e0e4736"
+-- p4 = "1795168770"
+-- p5 = "1795168773"
+-- p6 = "1795168711"
+-- p7 = "1795168833"
+-- p8 = "10"
