@@ -95,10 +95,31 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 	if err != nil {
 		return healthError("Connected, but could not list the tables and columns in database %q: %v", cfg.Database, err), nil
 	}
+	res := flamehouseHealth(cat, cfg, d.settings.Profiles.OTelTable)
 	if d.settings.Profiles.Schema == query.SchemaOTel {
-		return otelHealth(cat, cfg, d.settings.Profiles.OTelTable), nil
+		res = otelHealth(cat, cfg, d.settings.Profiles.OTelTable)
 	}
-	return flamehouseHealth(cat, cfg, d.settings.Profiles.OTelTable), nil
+	if res.Status == backend.HealthStatusOk {
+		res.Message += " " + d.tracesNote(ctx, conn)
+	}
+	return res, nil
+}
+
+// tracesNote says whether the exporter's spans table is there: traces
+// queries and trace-wide filtering need it, profiles queries do not.
+func (d *Datasource) tracesNote(ctx context.Context, conn clickhouse.Conn) string {
+	p := d.settings.Profiles
+	var n uint64
+	err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", p.TracesDatabase, p.TracesTable).Scan(&n)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("Could not look for the traces table %q: %v.", p.TracesDatabase+"."+p.TracesTable, err)
+	case n == 0:
+		return fmt.Sprintf("No traces table %q: the traces query type is off, and trace-wide reads keep every sample "+
+			"with the trace id (set the traces database and table to the Collector exporter's).", p.TracesDatabase+"."+p.TracesTable)
+	}
+	return fmt.Sprintf("Traces table %q found: traces queries work, and trace-wide reads keep only the trace's spans.",
+		p.TracesDatabase+"."+p.TracesTable)
 }
 
 // flamehouseHealth checks Flamehouse's tables, and says when the

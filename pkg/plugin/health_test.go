@@ -137,3 +137,22 @@ func TestSettingsRejectUnknownSchemaAndBadTable(t *testing.T) {
 	ds = instance(t, map[string]any{"host": "127.0.0.1", "profiles": map[string]any{"tablePrefix": "bad-prefix"}}, nil)
 	require.ErrorContains(t, ds.settingsErr, "table prefix")
 }
+
+// TestCheckHealthSaysWhetherTracesAreThere checks the note on the traces
+// table, which the traces query type and trace-wide filtering read.
+func TestCheckHealthSaysWhetherTracesAreThere(t *testing.T) {
+	srv := chtest.Get(t)
+	conn, cfg := migrated(t)
+	ds := instance(t, embeddedSettings(t, cfg.Database), map[string]string{"password": srv.Options.Auth.Password})
+	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
+	require.NoError(t, err)
+	require.Equal(t, backend.HealthStatusOk, res.Status, res.Message)
+	require.Contains(t, res.Message, `No traces table "`+cfg.Database+`.otel_traces": the traces query type is off`)
+
+	require.NoError(t, conn.Exec(context.Background(), "CREATE TABLE "+schema.QuoteIdentifier(cfg.Database)+
+		".otel_traces (Timestamp DateTime64(9), TraceId String, SpanId String) ENGINE = MergeTree ORDER BY Timestamp"))
+	res, err = ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
+	require.NoError(t, err)
+	require.Equal(t, backend.HealthStatusOk, res.Status, res.Message)
+	require.Contains(t, res.Message, `Traces table "`+cfg.Database+`.otel_traces" found`)
+}
