@@ -6,10 +6,11 @@ import {
   MetricFindValue,
   TimeRange,
 } from '@grafana/data';
-import { DataSourceWithBackend } from '@grafana/runtime';
+import { DataSourceSrv, DataSourceWithBackend, setDataSourceSrv } from '@grafana/runtime';
 import { lastValueFrom, of } from 'rxjs';
 
 import { DataSource } from './datasource';
+import { functionsFrame, spansFrame, TRACE_ID } from './testing/frames';
 import { installTemplateSrv } from './testing/templateSrv';
 import { FlamehouseOptions, ProfileQuery, VariableQuery } from './types';
 import { FlamehouseVariableSupport } from './variables';
@@ -78,6 +79,20 @@ describe('filterQuery', () => {
     expect(datasource().filterQuery({ refId: 'A', labelSelector: '{}', spanSelector: [''], traceId: ' ' })).toBe(false);
   });
 
+  it('runs a traces query only when it names a trace, with or without a profile type', () => {
+    expect(datasource({ defaultProfileType: CPU }).filterQuery({ refId: 'A', queryType: 'traces' })).toBe(false);
+    expect(datasource().filterQuery({ refId: 'A', queryType: 'traces', traceId: ' ' })).toBe(false);
+    expect(datasource().filterQuery({ refId: 'A', queryType: 'traces', traceId: TRACE_ID })).toBe(true);
+    expect(datasource().filterQuery({ refId: 'A', queryType: 'traces', traceId: '$trace' })).toBe(true);
+    expect(datasource().filterQuery({ refId: 'A', queryType: 'traces', traceId: TRACE_ID, hide: true })).toBe(false);
+  });
+
+  it('runs a spans query like a profile query', () => {
+    expect(datasource().filterQuery({ refId: 'A', queryType: 'spans', labelSelector: '{}' })).toBe(false);
+    expect(datasource().filterQuery({ refId: 'A', queryType: 'spans', profileTypeId: CPU })).toBe(true);
+    expect(datasource({ defaultProfileType: CPU }).filterQuery({ refId: 'A', queryType: 'spans' })).toBe(true);
+  });
+
   it("keeps Tempo's targets, with or without a default profile type", () => {
     expect(datasource().filterQuery(tempoTarget)).toBe(true);
     expect(datasource({ defaultProfileType: CPU }).filterQuery(tempoTarget)).toBe(true);
@@ -101,6 +116,79 @@ describe('query', () => {
     ];
     expect(run(CoreApp.Explore, targets)).toEqual(['both', 'metrics']);
     expect(run(CoreApp.Dashboard, targets)).toEqual(['profile', 'metrics']);
+  });
+
+  describe('links', () => {
+    const settingsByUid: Record<string, Partial<DataSourceInstanceSettings>> = {
+      tempo: { uid: 'tempo', type: 'grafana-tempo-datasource', name: 'Tempo' },
+      loki: { uid: 'loki', type: 'loki', name: 'Loki' },
+    };
+
+    beforeEach(() => {
+      const srv: Partial<DataSourceSrv> = {
+        // eslint-disable-next-line @typescript-eslint/no-deprecated -- what the datasource class calls (Grafana 11.6)
+        getInstanceSettings: (ref) => settingsByUid[String(ref)] as DataSourceInstanceSettings | undefined,
+      };
+      setDataSourceSrv(srv as DataSourceSrv);
+    });
+
+    async function answer(profiles: Record<string, unknown>, request: Partial<DataQueryRequest<ProfileQuery>>) {
+      const frames = [spansFrame('A'), functionsFrame('B')];
+      const spy = jest.spyOn(DataSourceWithBackend.prototype, 'query').mockReturnValue(of({ data: frames }));
+      const response = await lastValueFrom(
+        datasource(profiles).query({
+          app: CoreApp.Explore,
+          scopedVars: {},
+          ...request,
+        } as DataQueryRequest<ProfileQuery>)
+      );
+      spy.mockRestore();
+      return response.data as typeof frames;
+    }
+
+    const linksOf = (frame: ReturnType<typeof spansFrame>, name: string) =>
+      frame.fields.find((f) => f.name === name)?.config.links ?? [];
+
+    it('open the trace ids of spans in the traces datasource, and the selection in the logs datasource', async () => {
+      const [spans, table] = await answer(
+        { tracesDatasourceUid: 'tempo', logsDatasourceUid: 'loki' },
+        {
+          targets: [
+            { refId: 'A', queryType: 'spans', profileTypeId: CPU, labelSelector: '{service_name="$svc"}' },
+            { refId: 'B', queryType: 'table', profileTypeId: CPU, labelSelector: '{service_name="$svc"}' },
+          ],
+        }
+      );
+      expect(linksOf(spans, 'traceID')).toEqual([
+        expect.objectContaining({
+          title: 'Open trace',
+          internal: expect.objectContaining({
+            datasourceUid: 'tempo',
+            query: expect.objectContaining({ queryType: 'traceql', query: '${__value.raw}' }),
+          }),
+        }),
+      ]);
+      // The selector as run: variables replaced.
+      expect(linksOf(table, 'label')[0].internal?.query).toMatchObject({ expr: '{service_name="checkout"}' });
+    });
+
+    it('open traces in this datasource when the traces datasource is unset or gone', async () => {
+      const [spans] = await answer(
+        { tracesDatasourceUid: 'deleted' },
+        { targets: [{ refId: 'A', queryType: 'spans', profileTypeId: CPU }] }
+      );
+      expect(linksOf(spans, 'traceID')[0].internal).toMatchObject({
+        datasourceUid: 'fh',
+        query: { queryType: 'traces', traceId: '${__value.raw}' },
+      });
+    });
+
+    it('list the related links of a query for the editor', () => {
+      const ds = datasource({ logsDatasourceUid: 'loki', tracesDatasourceUid: 'tempo' });
+      const links = ds.relatedLinks({ refId: 'A', labelSelector: '{service_name="$svc"}', traceId: TRACE_ID }, range);
+      expect(links.map((l) => l.title)).toEqual(['Logs for this selection', 'Open trace']);
+      expect(decodeURIComponent(links[0].href)).toContain('{service_name=\\"checkout\\"}');
+    });
   });
 });
 
@@ -142,6 +230,14 @@ describe('applyTemplateVariables', () => {
       { key: 'thread_name', operator: '!=', value: 'gc' },
     ]);
     expect(q.labelSelector).toBe('{service_name="checkout", k8s_namespace_name=~"prod-.*", thread_name!="gc"}');
+  });
+
+  it('replaces a variable in the trace id of a traces query', () => {
+    installTemplateSrv({ trace: { value: ' 0123456789abcdef0123456789abcdef ' } });
+    expect(ds.applyTemplateVariables({ refId: 'A', queryType: 'traces', traceId: '$trace' }, {})).toMatchObject({
+      queryType: 'traces',
+      traceId: '0123456789abcdef0123456789abcdef',
+    });
   });
 
   it("leaves Tempo's targets as they are", () => {

@@ -8,14 +8,23 @@ import {
   DataSourceInstanceSettings,
   MetricFindValue,
   ScopedVars,
+  TimeRange,
 } from '@grafana/data';
-import { DataSourceWithBackend, getTemplateSrv } from '@grafana/runtime';
-import { Observable } from 'rxjs';
+import { DataSourceWithBackend, getDataSourceSrv, getTemplateSrv } from '@grafana/runtime';
+import { map, Observable } from 'rxjs';
 
 import { interpolateQuery, interpolateSelector } from './interpolate';
 import { parseSelector } from './labelSelector';
+import { addLinks, LinkContext, LinkTarget, RelatedLink, relatedLinks } from './links';
 import { LookupCache, lookupParams, ResourceRange } from './resources';
-import { DEFAULT_QUERY, FlamehouseOptions, ProfileQuery, ProfileTypeInfo, VariableQuery } from './types';
+import {
+  DEFAULT_QUERY,
+  FlamehouseOptions,
+  ProfileQuery,
+  ProfilesOptions,
+  ProfileTypeInfo,
+  VariableQuery,
+} from './types';
 import { FlamehouseVariableSupport } from './variables';
 
 /**
@@ -27,11 +36,14 @@ export class DataSource extends DataSourceWithBackend<ProfileQuery, FlamehouseOp
   readonly defaultProfileType?: string;
   /** jsonData.profiles.defaultMaxNodes: the backend's default flame graph size. */
   readonly defaultMaxNodes?: number;
+  /** jsonData.profiles: the linked datasources and where the links' tables are. */
+  private readonly profiles: ProfilesOptions;
   private readonly lookups = new LookupCache();
 
   constructor(instanceSettings: DataSourceInstanceSettings<FlamehouseOptions>) {
     super(instanceSettings);
     const profiles = instanceSettings.jsonData?.profiles;
+    this.profiles = profiles ?? {};
     const profileType: unknown = profiles?.defaultProfileType;
     this.defaultProfileType = typeof profileType === 'string' && profileType.trim() ? profileType.trim() : undefined;
     this.defaultMaxNodes = Number(profiles?.defaultMaxNodes) > 0 ? Number(profiles?.defaultMaxNodes) : undefined;
@@ -46,26 +58,60 @@ export class DataSource extends DataSourceWithBackend<ProfileQuery, FlamehouseOp
   }
 
   /**
-   * Runs every query that is not hidden and asks for something. A query without a profile type runs when the
-   * datasource has a default one, or when it selects something (a Tempo link with an empty profileTypeId): the
-   * backend then explains what is missing.
+   * Runs every query that is not hidden and asks for something. A traces query runs when it names a trace. Another
+   * query without a profile type runs when the datasource has a default one, or when it selects something (a Tempo
+   * link with an empty profileTypeId): the backend then explains what is missing.
    */
   filterQuery(query: ProfileQuery): boolean {
     if (query.hide) {
       return false;
     }
+    if (query.queryType === 'traces') {
+      return !!query.traceId?.trim();
+    }
     return !!query.profileTypeId || !!this.defaultProfileType || selectsSomething(query);
   }
 
-  /** "both" is an Explore type (a flame graph and a graph side by side); elsewhere it is a flame graph. */
+  /**
+   * Runs the queries in the backend and adds the links to other signals to the frames (src/links.ts). "both" is an
+   * Explore type (a flame graph and a graph side by side); elsewhere it is a flame graph.
+   */
   query(request: DataQueryRequest<ProfileQuery>): Observable<DataQueryResponse> {
-    if (request.app === CoreApp.Explore || !request.targets.some((t) => t.queryType === 'both')) {
-      return super.query(request);
-    }
-    const targets = request.targets.map((t): ProfileQuery =>
-      t.queryType === 'both' ? { ...t, queryType: 'profile' } : t
+    const sent =
+      request.app === CoreApp.Explore || !request.targets.some((t) => t.queryType === 'both')
+        ? request
+        : {
+            ...request,
+            targets: request.targets.map((t): ProfileQuery =>
+              t.queryType === 'both' ? { ...t, queryType: 'profile' } : t
+            ),
+          };
+    return super.query(sent).pipe(
+      map((response) => {
+        if (!response.data?.length) {
+          return response;
+        }
+        const targets = sent.targets.map((t) => interpolateQuery(t, request.scopedVars ?? {}, request.filters));
+        return { ...response, data: addLinks(response.data, targets, this.linkContext(), request.app) };
+      })
     );
-    return super.query({ ...request, targets });
+  }
+
+  /** The links of a query for the "Related" row under the editor in Explore, over the range shown. */
+  relatedLinks(query: ProfileQuery, range: TimeRange): RelatedLink[] {
+    return relatedLinks(interpolateQuery(query, {}), this.linkContext(), range);
+  }
+
+  /** This datasource and the linked ones that exist, for the links. */
+  private linkContext(): LinkContext {
+    const p = this.profiles;
+    return {
+      self: { uid: this.uid, type: this.type, name: this.name },
+      profiles: p,
+      traces: linkedDatasource(p.tracesDatasourceUid),
+      logs: linkedDatasource(p.logsDatasourceUid),
+      metrics: linkedDatasource(p.metricsDatasourceUid),
+    };
   }
 
   /** Replaces template variables and adds the ad hoc filters to the label selector. */
@@ -157,6 +203,21 @@ export class DataSource extends DataSourceWithBackend<ProfileQuery, FlamehouseOp
 
   private interpolate(text?: string): string | undefined {
     return text ? getTemplateSrv().replace(text) : undefined;
+  }
+}
+
+/** A linked datasource by uid, as Grafana knows it; undefined when unset or unknown (deleted, no access). */
+function linkedDatasource(uid: string | undefined): LinkTarget | undefined {
+  if (!uid?.trim()) {
+    return undefined;
+  }
+  try {
+    // The replacements (@grafana/runtime/unstable) are not in the Grafana 11.6 this plugin supports.
+    // eslint-disable-next-line @typescript-eslint/no-deprecated
+    const ds = getDataSourceSrv().getInstanceSettings(uid.trim());
+    return ds ? { uid: ds.uid, type: ds.type, name: ds.name, jsonData: ds.jsonData } : undefined;
+  } catch {
+    return undefined; // no datasource service (outside Grafana)
   }
 }
 

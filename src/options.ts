@@ -50,10 +50,24 @@ export interface ProfilesOptions {
   spanWindowPadding?: string;
   /** Shortest time-series interval in seconds; default 15. */
   minStep?: string;
-  /** Traces datasource linked to profiles (frontend only until the backend reads it). */
+  /**
+   * Datasource that opens traces from profiles ("Open trace" on the spans query's trace ids): Tempo, the ClickHouse
+   * plugin, Jaeger or Zipkin; unset, this datasource's own traces query.
+   */
   tracesDatasourceUid?: string;
-  /** Logs datasource linked to profiles (frontend only until the backend reads it). */
+  /** Datasource of "Logs for this selection": Loki or the ClickHouse plugin. */
   logsDatasourceUid?: string;
+  /** Datasource of "Metrics for this selection": Prometheus (or another that takes PromQL). */
+  metricsDatasourceUid?: string;
+  /**
+   * PromQL of "Metrics for this selection", with placeholders ${service_name}, ${k8s_namespace_name} and
+   * ${k8s_pod_name} filled from the query's equality matchers; default DEFAULTS.metricsQuery. Frontend only.
+   */
+  metricsQuery?: string;
+  /** Database of the OpenTelemetry Collector exporter's traces table (traces query type); default: database. */
+  tracesDatabase?: string;
+  /** The exporter's traces table in tracesDatabase; default otel_traces. */
+  tracesTable?: string;
 }
 
 /** jsonData, with connection keys named as in the official ClickHouse datasource. */
@@ -120,6 +134,11 @@ export const DEFAULTS = {
   spanWindowPadding: '60',
   minStep: '15',
   profileType: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds',
+  tracesTable: 'otel_traces',
+  /** The exporter's logs table that "Logs for this selection" reads through the ClickHouse plugin. */
+  logsTable: 'otel_logs',
+  metricsQuery:
+    'sum by (k8s_pod_name) (rate(process_cpu_seconds_total{service_name="${service_name}"}[$__rate_interval]))',
 };
 
 /** The port the backend uses when none is set: 9000 native, 8123 http, 9440 and 8443 with TLS. */
@@ -164,6 +183,10 @@ export const PROFILES_KEYS = [
   'minStep',
   'tracesDatasourceUid',
   'logsDatasourceUid',
+  'metricsDatasourceUid',
+  'metricsQuery',
+  'tracesDatabase',
+  'tracesTable',
 ] as const satisfies ReadonlyArray<keyof ProfilesOptions>;
 
 /** Fixed secureJsonData keys; secure HTTP headers add secureHttpHeaders.<name>. */

@@ -2,26 +2,34 @@
  * @jest-environment-options {"customExportConditions": ["node", "require", "default"]}
  */
 // (yaml's browser build is an ES module; this test reads files, so it takes the Node build.)
-import { readFileSync } from 'fs';
+import { readdirSync, readFileSync } from 'fs';
 import { join } from 'path';
 import { parse } from 'yaml';
 
-import { DEFAULTS, JSON_DATA_KEYS, PROFILES_KEYS, SECURE_HEADER_PREFIX, SECURE_KEYS } from './options';
+import { metricsQueryError } from './components/config/validation';
+import { LinkContext, LinkTarget, logsQuery, metricsQuery, traceQuery } from './links';
+import { DEFAULTS, JSON_DATA_KEYS, PROFILES_KEYS, ProfilesOptions, SECURE_HEADER_PREFIX, SECURE_KEYS } from './options';
 import plugin from './plugin.json';
+import { unescapeDollars } from './testing/provisioning';
 
 /**
  * The provisioning examples against the code that reads them: the datasource
  * YAML against the backend's settings structs (pkg/plugin/settings.go) and
  * the frontend's option types; the example dashboard against the backend's
- * query model (pkg/query/request.go). The Go files are read as text, so a
+ * query model (pkg/query/request.go); the examples of provisioning/examples
+ * (Tempo, the ClickHouse plugin, correlations) against each other and
+ * against the query model and the links. The Go files are read as text, so a
  * renamed or added key fails here.
  */
 
 const root = join(__dirname, '..');
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
 
-/** Keys the frontend writes that the backend does not read (yet); it ignores unknown keys. */
-const FRONTEND_ONLY_PROFILES_KEYS = ['tracesDatasourceUid', 'logsDatasourceUid'];
+/**
+ * Keys the frontend writes that the backend does not read (it ignores unknown keys): the metrics link's query
+ * template is used by the links the frontend builds only.
+ */
+const FRONTEND_ONLY_PROFILES_KEYS = ['metricsQuery'];
 
 /** The json tags and Go types of a struct's fields, without `json:"-"` ones. */
 function goStruct(source: string, name: string): Map<string, string> {
@@ -172,6 +180,16 @@ describe('provisioning/datasources/datasources.yml', () => {
     expect(j.profiles).toMatchObject({ schema: DEFAULTS.schema, otelTable: DEFAULTS.otelTable });
   });
 
+  it('sets the traces table and the metrics link to their defaults, the template escaped for provisioning', () => {
+    const p = ds.jsonData.profiles;
+    expect(p).toMatchObject({ tracesDatabase: p.database, tracesTable: DEFAULTS.tracesTable });
+    expect(read('pkg/query/traces.go')).toContain(`DefaultTracesTable = "${DEFAULTS.tracesTable}"`);
+    const template = String(p.metricsQuery);
+    // Every $ doubled: a single one would be taken for an environment variable and replaced by Grafana.
+    expect(template.replace(/\$\$/g, '')).not.toContain('$');
+    expect(unescapeDollars(template)).toBe(DEFAULTS.metricsQuery);
+  });
+
   it('names the schemas and the exporter table default as pkg/query/layout.go does', () => {
     expect(goConst('SchemaFlamehouse')).toBe('flamehouse');
     expect(goConst('SchemaOTel')).toBe('otel');
@@ -315,6 +333,173 @@ describe('provisioning/dashboards', () => {
       if (v.includeAll) {
         expect(v.allValue).toBe('.*');
       }
+    }
+  });
+});
+
+/** The query types of the backend (pkg/query/request.go constants). */
+const goQueryTypes = [...read('pkg/query/request.go').matchAll(/^\s*Type\w+\s*=\s*"(\w+)"/gm)].map((m) => m[1]);
+
+interface ExampleDatasource extends Omit<ProvisionedDatasource, 'jsonData' | 'secureJsonData'> {
+  jsonData?: Record<string, unknown>;
+  secureJsonData?: Record<string, string | null>;
+  correlations?: Array<Record<string, unknown>>;
+}
+
+const EXAMPLE_FILES = readdirSync(join(root, 'provisioning/examples'))
+  .filter((f) => /\.ya?ml$/.test(f))
+  .sort();
+const examples = EXAMPLE_FILES.map((file) => ({
+  file,
+  text: read(`provisioning/examples/${file}`),
+  parsed: parse(read(`provisioning/examples/${file}`)) as { apiVersion: number; datasources: ExampleDatasource[] },
+}));
+const exampleDatasources = examples.flatMap((e) => e.parsed.datasources.map((d) => ({ file: e.file, ...d })));
+/** Every datasource Grafana gets when the examples are copied next to datasources.yml. */
+const allDatasources: ExampleDatasource[] = [...datasources.datasources, ...exampleDatasources];
+const byUid = (uid: unknown) => allDatasources.find((d) => d.uid === uid);
+
+/** Every string of a value, with its path. */
+function strings(value: unknown, path: string): Array<[string, string]> {
+  if (typeof value === 'string') {
+    return [[path, value]];
+  }
+  if (Array.isArray(value)) {
+    return value.flatMap((v, i) => strings(v, `${path}[${i}]`));
+  }
+  if (typeof value === 'object' && value !== null) {
+    return Object.entries(value).flatMap(([k, v]) => strings(v, `${path}.${k}`));
+  }
+  return [];
+}
+
+/** A link target as Grafana's datasource service describes a provisioned datasource. */
+function target(d: ExampleDatasource): LinkTarget {
+  return { uid: d.uid, type: d.type, name: d.name, jsonData: d.jsonData };
+}
+
+describe('provisioning/examples', () => {
+  it('has the Tempo, ClickHouse plugin and correlations examples, each a datasource file', () => {
+    expect(EXAMPLE_FILES).toEqual(['clickhouse.yaml', 'correlations.yaml', 'tempo.yaml']);
+    for (const e of examples) {
+      expect([e.file, e.parsed.apiVersion]).toEqual([e.file, 1]);
+      expect(e.parsed.datasources.length).toBeGreaterThan(0);
+    }
+    expect(goQueryTypes).toEqual(expect.arrayContaining(['profile', 'traces', 'spans']));
+  });
+
+  it('loads next to datasources.yml: every uid and name is unique', () => {
+    const uids = allDatasources.map((d) => d.uid);
+    const names = allDatasources.map((d) => d.name);
+    expect(uids.filter((u, i) => uids.indexOf(u) !== i)).toEqual([]);
+    expect(names.filter((n, i) => names.indexOf(n) !== i)).toEqual([]);
+  });
+
+  it('doubles every literal $, which Grafana would otherwise take for an environment variable', () => {
+    for (const d of exampleDatasources) {
+      const { secureJsonData, ...rest } = d;
+      const single = strings(rest, `${d.file}: ${d.uid}`).filter(([, v]) => v.replace(/\$\$/g, '').includes('$'));
+      expect(single).toEqual([]);
+      for (const [key, value] of Object.entries(secureJsonData ?? {})) {
+        expect([key, value]).toEqual([key, expect.stringMatching(/^\$\{\w+\}$/)]);
+      }
+    }
+  });
+
+  it('configures each Flamehouse datasource with keys the backend reads, on the provisioned server', () => {
+    const ours = exampleDatasources.filter((d) => d.type === plugin.id);
+    expect(ours.map((d) => d.uid).sort()).toEqual(['flamehouse-clickhouse', 'flamehouse-tempo']);
+    const connection = ['host', 'port', 'protocol', 'username'];
+    const pick = (j: Record<string, unknown> = {}) => Object.fromEntries(connection.map((k) => [k, j[k]]));
+    for (const d of ours) {
+      expect(jsonDataProblems(d.jsonData as ProvisionedDatasource['jsonData'])).toEqual([]);
+      expect(pick(d.jsonData)).toEqual(pick(ds.jsonData));
+      expect(d.secureJsonData).toEqual({ password: ds.secureJsonData.password });
+      const profiles = (d.jsonData?.profiles ?? {}) as Record<string, unknown>;
+      expect(metricsQueryError(unescapeDollars(String(profiles.metricsQuery ?? '')))).toBeUndefined();
+    }
+  });
+
+  it('links each Flamehouse datasource to datasources whose query model the links know', () => {
+    for (const d of exampleDatasources.filter((x) => x.type === plugin.id)) {
+      const profiles = (d.jsonData?.profiles ?? {}) as ProfilesOptions;
+      const ctx: LinkContext = {
+        self: target(d),
+        profiles: { ...profiles, metricsQuery: unescapeDollars(profiles.metricsQuery ?? '') },
+      };
+      const checkout = [{ name: 'service_name', op: '=' as const, value: 'checkout' }];
+      const linked = (uid: string | undefined) => {
+        const found = byUid(uid);
+        expect([d.uid, uid, found?.uid]).toEqual([d.uid, uid, uid]);
+        return target(found!);
+      };
+      if (profiles.tracesDatasourceUid) {
+        expect(traceQuery(linked(profiles.tracesDatasourceUid), '${__value.raw}', ctx)).toBeDefined();
+      }
+      if (profiles.logsDatasourceUid) {
+        expect(logsQuery(linked(profiles.logsDatasourceUid), checkout, ctx)).toBeDefined();
+      }
+      if (profiles.metricsDatasourceUid) {
+        expect(metricsQuery(linked(profiles.metricsDatasourceUid), checkout, ctx)).toBeDefined();
+      }
+    }
+    const tempoLinked = byUid('flamehouse-tempo')?.jsonData?.profiles as ProfilesOptions;
+    expect(tempoLinked).toMatchObject({ tracesDatasourceUid: 'tempo', logsDatasourceUid: 'loki' });
+    expect(tempoLinked.metricsDatasourceUid).toBe('prometheus');
+  });
+
+  it('reads the same traces table in Flamehouse and in the ClickHouse plugin', () => {
+    const clickhouse = byUid('clickhouse-otel')!;
+    expect(clickhouse.type).toBe('grafana-clickhouse-datasource');
+    const traces = clickhouse.jsonData?.traces as Record<string, unknown>;
+    const profiles = byUid('flamehouse-clickhouse')?.jsonData?.profiles as ProfilesOptions;
+    expect(profiles.tracesDatasourceUid).toBe(clickhouse.uid);
+    expect([traces.defaultDatabase, traces.defaultTable]).toEqual([profiles.tracesDatabase, profiles.tracesTable]);
+    expect(clickhouse.jsonData?.logs).toMatchObject({ defaultTable: 'otel_logs', otelEnabled: true });
+  });
+
+  it("points Tempo's trace to profiles at Flamehouse with a query our model reads", () => {
+    const tempo = byUid('tempo')!;
+    const opts = tempo.jsonData?.tracesToProfiles as {
+      datasourceUid: string;
+      tags: Array<{ key: string; value?: string }>;
+      profileTypeId: string;
+      customQuery: boolean;
+    };
+    expect(byUid(opts.datasourceUid)?.type).toBe(plugin.id);
+    expect(opts.profileTypeId).toMatch(PROFILE_TYPE);
+    expect(opts.customQuery).toBe(false);
+    expect(opts.tags).toEqual([{ key: 'service.name', value: 'service_name' }]);
+    // The query Tempo's link and span flame graph build (docs/navigation.md), after interpolation.
+    const built = {
+      refId: 'profile',
+      queryType: 'profile',
+      labelSelector: '{service_name="checkout"}',
+      profileTypeId: opts.profileTypeId,
+      spanSelector: ['00000000000000a1'],
+      groupBy: [],
+    };
+    expect(checkAgainst(queryStruct, built, 'tracesToProfiles query', GRAFANA_QUERY_KEYS)).toEqual([]);
+  });
+
+  it('correlates Tempo spans with their flame graph in Flamehouse', () => {
+    const source = byUid('tempo-correlations')!;
+    expect(source.type).toBe('tempo');
+    expect(source.correlations).toHaveLength(1);
+    for (const c of source.correlations ?? []) {
+      // Grafana's provisioning reads label and description as strings, and transformations only inside config.
+      expect(typeof c.label).toBe('string');
+      expect(typeof c.description).toBe('string');
+      expect(c.transformations).toBeUndefined();
+      expect(c.type).toBe('query');
+      expect(byUid(c.targetUID)?.type).toBe(plugin.id);
+      const config = c.config as { type: string; field: string; target: Record<string, unknown> };
+      expect(config).toMatchObject({ type: 'query', field: 'traceID' });
+      const query = JSON.parse(unescapeDollars(JSON.stringify(config.target))) as Record<string, unknown>;
+      expect(checkAgainst(queryStruct, query, 'correlation target', GRAFANA_QUERY_KEYS)).toEqual([]);
+      expect(goQueryTypes).toContain(query.queryType);
+      expect(query).toMatchObject({ queryType: 'profile', spanSelector: ['${spanID}'], labelSelector: '{}' });
+      expect(query.profileTypeId).toMatch(PROFILE_TYPE);
     }
   });
 });

@@ -7,6 +7,7 @@ export const selectors = {
       credentials: 'flamehouse-config-section-credentials',
       additional: 'flamehouse-config-section-additional',
       profiles: 'flamehouse-config-section-profiles',
+      links: 'flamehouse-config-section-links',
     },
     host: 'flamehouse-config-host',
     port: 'flamehouse-config-port',
@@ -48,8 +49,12 @@ export const selectors = {
     defaultMaxNodes: 'flamehouse-config-profiles-default-max-nodes',
     spanWindowPadding: 'flamehouse-config-profiles-span-window-padding',
     minStep: 'flamehouse-config-profiles-min-step',
-    tracesDatasource: 'flamehouse-config-profiles-traces-datasource',
-    logsDatasource: 'flamehouse-config-profiles-logs-datasource',
+    tracesDatasource: 'flamehouse-config-links-traces-datasource',
+    tracesDatabase: 'flamehouse-config-links-traces-database',
+    tracesTable: 'flamehouse-config-links-traces-table',
+    logsDatasource: 'flamehouse-config-links-logs-datasource',
+    metricsDatasource: 'flamehouse-config-links-metrics-datasource',
+    metricsQuery: 'flamehouse-config-links-metrics-query',
   },
   query: {
     /** The profile type picker. */
@@ -73,8 +78,12 @@ export const selectors = {
     limit: 'flamehouse-query-limit',
     maxNodes: 'flamehouse-query-max-nodes',
     spanSelector: 'flamehouse-query-span-selector',
+    /** The trace id: an option, or next to the profile type in a traces query. */
     traceId: 'flamehouse-query-trace-id',
     errors: 'flamehouse-query-errors',
+    /** The "Related" row of links under the editor in Explore, and each of its links. */
+    related: 'flamehouse-query-related',
+    relatedLink: 'flamehouse-query-related-link',
   },
   variable: {
     type: 'flamehouse-variable-type',

@@ -1,7 +1,11 @@
 import { DataQuery } from '@grafana/schema';
 
-/** What a query asks for; a superset of the Pyroscope datasource's model. */
-export type QueryType = 'profile' | 'metrics' | 'both' | 'table';
+/**
+ * What a query asks for; a superset of the Pyroscope datasource's model. `traces` is one trace from the
+ * OpenTelemetry Collector exporter's traces table, its spans marked where they have profile samples; `spans` ranks
+ * the spans of a selection by profile value.
+ */
+export type QueryType = 'profile' | 'metrics' | 'both' | 'table' | 'traces' | 'spans';
 
 /**
  * A Flamehouse query, as the backend reads it (pkg/query/request.go). Targets built for Grafana Pyroscope (Tempo's
@@ -15,11 +19,11 @@ export interface ProfileQuery extends DataQuery {
   labelSelector?: string;
   /** Span ids, 16 hex digits each: only samples of those spans. */
   spanSelector?: string[];
-  /** A trace id, 32 hex digits: only samples of that trace. */
+  /** A trace id, 32 hex digits: only samples of that trace; the trace a traces query reads. */
   traceId?: string;
   /** Labels that split time series (at most 8). */
   groupBy?: string[];
-  /** Time series: the top N groups; table: rows. */
+  /** Time series: the top N groups; table: rows; spans: spans. */
   limit?: number;
   /** Flame graph nodes. */
   maxNodes?: number;

@@ -27,10 +27,11 @@ export interface DatasourceRef {
 
 export interface Query {
   refId: string;
-  queryType: 'profile' | 'metrics' | 'both' | 'table';
+  queryType: 'profile' | 'metrics' | 'both' | 'table' | 'spans' | 'traces';
   profileTypeId: string;
-  labelSelector: string;
+  labelSelector?: string;
   groupBy?: string[];
+  traceId?: string;
 }
 
 export interface Range {
@@ -61,12 +62,17 @@ export function exploreUrl(ds: DatasourceRef, queries: Query[], range: Range = {
 
 /** Waits for the /api/ds/query response to the query with this label selector. */
 export function queryResponse(page: Page, labelSelector: string): Promise<Response> {
+  return queryResponseWhere(page, (q) => q.labelSelector === labelSelector);
+}
+
+/** Waits for the /api/ds/query response to a request with a query that matches. */
+export function queryResponseWhere(page: Page, match: (q: Partial<Query>) => boolean): Promise<Response> {
   return page.waitForResponse((resp) => {
     if (!resp.url().includes('/api/ds/query')) {
       return false;
     }
-    const body = resp.request().postDataJSON() as { queries?: Array<{ labelSelector?: string }> } | null;
-    return !!body?.queries?.some((q) => q.labelSelector === labelSelector);
+    const body = resp.request().postDataJSON() as { queries?: Array<Partial<Query>> } | null;
+    return !!body?.queries?.some(match);
   });
 }
 

@@ -1,6 +1,7 @@
 import React from 'react';
 import { fireEvent, screen, within } from '@testing-library/react';
 
+import { DEFAULTS } from '../options';
 import { selectors } from '../selectors';
 import { ConfigEditor } from './ConfigEditor';
 import { renderStateful, settings } from './config/testSettings';
@@ -12,17 +13,27 @@ jest.mock('@grafana/runtime', () => ({
     current?: string;
     tracing?: boolean;
     logs?: boolean;
+    metrics?: boolean;
     onChange: (ds: { uid: string }) => void;
     onClear?: () => void;
   }) => (
     <select
-      aria-label={props.tracing ? 'traces datasource' : props.logs ? 'logs datasource' : 'datasource'}
+      aria-label={
+        props.tracing
+          ? 'traces datasource'
+          : props.logs
+            ? 'logs datasource'
+            : props.metrics
+              ? 'metrics datasource'
+              : 'datasource'
+      }
       value={props.current ?? ''}
       onChange={(e) => (e.currentTarget.value ? props.onChange({ uid: e.currentTarget.value }) : props.onClear?.())}
     >
       <option value="">none</option>
       <option value="tempo-uid">Tempo</option>
       <option value="loki-uid">Loki</option>
+      <option value="prom-uid">Prometheus</option>
     </select>
   ),
 }));
@@ -84,8 +95,16 @@ describe('ConfigEditor', () => {
     ]) {
       expect(within(profiles).getByTestId(id)).toBeInTheDocument();
     }
-    expect(within(profiles).getByLabelText('traces datasource')).toBeInTheDocument();
-    expect(within(profiles).getByLabelText('logs datasource')).toBeInTheDocument();
+
+    const links = screen.getByTestId(c.sections.links);
+    expect(within(links).getByText('Traces, logs and metrics')).toBeInTheDocument();
+    for (const id of [c.tracesDatasource, c.tracesDatabase, c.tracesTable, c.logsDatasource, c.metricsDatasource]) {
+      expect(within(links).getByTestId(id)).toBeInTheDocument();
+    }
+    expect(within(links).getByLabelText('traces datasource')).toBeInTheDocument();
+    expect(within(links).getByLabelText('logs datasource')).toBeInTheDocument();
+    expect(within(links).getByLabelText('metrics datasource')).toBeInTheDocument();
+    expect(within(links).getByTestId(c.metricsQuery)).toHaveAttribute('placeholder', DEFAULTS.metricsQuery);
   });
 
   describe('server', () => {
@@ -439,20 +458,6 @@ describe('ConfigEditor', () => {
       });
     });
 
-    it('links traces and logs datasources by uid', () => {
-      const view = renderStateful(ConfigEditor, settings({ profiles: { database: 'otel' } }));
-      fireEvent.change(screen.getByLabelText('traces datasource'), { target: { value: 'tempo-uid' } });
-      fireEvent.change(screen.getByLabelText('logs datasource'), { target: { value: 'loki-uid' } });
-      expect(view.latest().jsonData.profiles).toEqual({
-        database: 'otel',
-        tracesDatasourceUid: 'tempo-uid',
-        logsDatasourceUid: 'loki-uid',
-      });
-      fireEvent.change(screen.getByLabelText('traces datasource'), { target: { value: '' } });
-      expect(view.latest().jsonData.profiles?.tracesDatasourceUid).toBeUndefined();
-      expect(view.latest().jsonData.profiles?.logsDatasourceUid).toBe('loki-uid');
-    });
-
     it('flags values the backend would refuse', () => {
       renderStateful(
         ConfigEditor,
@@ -474,6 +479,59 @@ describe('ConfigEditor', () => {
       ).toBeInTheDocument();
       expect(within(profiles).getByText(/Must be a whole number between 1 and/)).toBeInTheDocument();
       expect(within(profiles).getByText('Must be a number of seconds, e.g. 10')).toBeInTheDocument();
+    });
+  });
+
+  describe('traces, logs and metrics', () => {
+    it('links traces, logs and metrics datasources by uid', () => {
+      const view = renderStateful(ConfigEditor, settings({ profiles: { database: 'otel' } }));
+      fireEvent.change(screen.getByLabelText('traces datasource'), { target: { value: 'tempo-uid' } });
+      fireEvent.change(screen.getByLabelText('logs datasource'), { target: { value: 'loki-uid' } });
+      fireEvent.change(screen.getByLabelText('metrics datasource'), { target: { value: 'prom-uid' } });
+      expect(view.latest().jsonData.profiles).toEqual({
+        database: 'otel',
+        tracesDatasourceUid: 'tempo-uid',
+        logsDatasourceUid: 'loki-uid',
+        metricsDatasourceUid: 'prom-uid',
+      });
+      fireEvent.change(screen.getByLabelText('traces datasource'), { target: { value: '' } });
+      expect(view.latest().jsonData.profiles?.tracesDatasourceUid).toBeUndefined();
+      expect(view.latest().jsonData.profiles?.logsDatasourceUid).toBe('loki-uid');
+    });
+
+    it('writes the traces table and the metrics query, with the defaults as placeholders', () => {
+      const view = renderStateful(ConfigEditor, settings({ host: 'ch', profiles: { database: 'prof' } }));
+      expect(screen.getByTestId(c.tracesDatabase)).toHaveAttribute('placeholder', 'prof');
+      expect(screen.getByTestId(c.tracesTable)).toHaveAttribute('placeholder', 'otel_traces');
+      typeInto(c.tracesDatabase, 'telemetry');
+      typeInto(c.tracesTable, 'traces_v2');
+      typeInto(c.metricsQuery, 'go_goroutines{service_name="${service_name}"}');
+      expect(view.latest().jsonData).toEqual({
+        host: 'ch',
+        profiles: {
+          database: 'prof',
+          tracesDatabase: 'telemetry',
+          tracesTable: 'traces_v2',
+          metricsQuery: 'go_goroutines{service_name="${service_name}"}',
+        },
+      });
+      expect(screen.getByTestId(c.metricsQuery)).toHaveValue('go_goroutines{service_name="${service_name}"}');
+    });
+
+    it('flags traces tables that are not identifiers, and unknown placeholders', () => {
+      renderStateful(
+        ConfigEditor,
+        settings({ profiles: { tracesDatabase: 'tele-metry', tracesTable: '1traces', metricsQuery: 'up{a="${pod}"}' } })
+      );
+      const links = within(screen.getByTestId(c.sections.links));
+      expect(links.getAllByText(/Must be a plain identifier/)).toHaveLength(2);
+      expect(links.getByText(/Unknown placeholder \$\{pod\}/)).toBeInTheDocument();
+
+      typeInto(c.tracesDatabase, 'telemetry');
+      typeInto(c.tracesTable, 'otel_traces');
+      typeInto(c.metricsQuery, 'up{a="${k8s_pod_name}"}[${__interval}]');
+      expect(links.queryByText(/Must be a plain identifier/)).not.toBeInTheDocument();
+      expect(links.queryByText(/Unknown placeholder/)).not.toBeInTheDocument();
     });
   });
 });

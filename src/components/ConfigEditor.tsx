@@ -3,6 +3,7 @@ import { Divider, Stack, Text } from '@grafana/ui';
 
 import { AdditionalSettingsSection } from './config/AdditionalSettingsSection';
 import { CredentialsSection } from './config/CredentialsSection';
+import { LinksSection } from './config/LinksSection';
 import { ProfilesSection } from './config/ProfilesSection';
 import { ServerSection } from './config/ServerSection';
 import { TlsSection } from './config/TlsSection';
@@ -11,7 +12,8 @@ import { EditorProps } from './config/update';
 /**
  * The datasource settings page: the ClickHouse connection laid out like the
  * official ClickHouse datasource's (server, TLS, credentials, additional
- * settings), then which schema and where its tables are, and the query defaults.
+ * settings), then which schema and where its tables are, and the query defaults,
+ * then the traces table and the datasources profiles link to.
  */
 export function ConfigEditor(props: EditorProps) {
   return (
@@ -31,6 +33,8 @@ export function ConfigEditor(props: EditorProps) {
       <AdditionalSettingsSection {...props} />
       <Divider />
       <ProfilesSection {...props} />
+      <Divider />
+      <LinksSection {...props} />
     </Stack>
   );
 }

@@ -3,6 +3,7 @@ import '../testing/dom';
 import React, { useState } from 'react';
 import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/react';
 import { CoreApp, DataSourceInstanceSettings, dateTime, LoadingState, PanelData, TimeRange } from '@grafana/data';
+import { DataSourceSrv, setDataSourceSrv } from '@grafana/runtime';
 
 import { DataSource } from '../datasource';
 import { selectors } from '../selectors';
@@ -41,14 +42,16 @@ interface Options {
   data?: PanelData;
   defaultMaxNodes?: number;
   failing?: string;
+  /** More jsonData.profiles settings. */
+  profiles?: Record<string, unknown>;
 }
 
 /** Renders the editor around a query it owns, as Grafana does, with the resources above. */
 async function setup(
   initial: Partial<ProfileQuery>,
-  { app = CoreApp.PanelEditor, data, defaultMaxNodes, failing }: Options = {}
+  { app = CoreApp.PanelEditor, data, defaultMaxNodes, failing, profiles }: Options = {}
 ) {
-  const settings = { uid: 'fh', jsonData: { profiles: { defaultMaxNodes } } };
+  const settings = { uid: 'fh', jsonData: { profiles: { defaultMaxNodes, ...profiles } } };
   const ds = new DataSource(settings as unknown as DataSourceInstanceSettings<FlamehouseOptions>);
   const getResource = jest.spyOn(ds, 'getResource').mockImplementation(async (path: string, params) => {
     if (path === failing) {
@@ -327,6 +330,105 @@ describe('QueryEditor: options', () => {
     fireEvent.keyDown(trace, { key: 'Enter' });
     expect(lastQuery().traceId).toBe('0123456789abcdef0123456789abcdef');
     expect(screen.queryByText('A trace id is 32 hex digits')).not.toBeInTheDocument();
+  });
+});
+
+describe('QueryEditor: spans and traces', () => {
+  const summary = () => screen.getByTestId(selectors.query.optionsSummary);
+  const TRACE = '0123456789abcdef0123456789abcdef';
+
+  it('offer Spans and Trace; spans keep the selector and limit, without group by and max nodes', async () => {
+    const { lastQuery, onRunQuery } = await setup({ queryType: 'profile', labelSelector: '{service_name="cart"}' });
+    fireEvent.click(summary());
+    fireEvent.click(within(screen.getByTestId(selectors.query.queryType)).getByLabelText('Spans'));
+    expect(lastQuery()).toMatchObject({ queryType: 'spans', labelSelector: '{service_name="cart"}' });
+    expect(onRunQuery).toHaveBeenCalledTimes(1);
+    expect(summary()).toHaveTextContent('Type: Spans');
+    expect(screen.getByTestId(selectors.query.labelSelector)).toBeInTheDocument();
+    expect(screen.getByTestId(selectors.query.limit)).toBeInTheDocument();
+    expect(screen.getByTestId(selectors.query.spanSelector)).toBeInTheDocument();
+    expect(screen.queryByTestId(selectors.query.groupBy)).not.toBeInTheDocument();
+    expect(screen.queryByTestId(selectors.query.maxNodes)).not.toBeInTheDocument();
+  });
+
+  it('ask a traces query for its trace id next to the profile type, instead of the selector', async () => {
+    const { lastQuery, onRunQuery } = await setup({ queryType: 'traces', profileTypeId: CPU });
+    expect(screen.getByTestId(selectors.query.profileTypeId)).toBeInTheDocument();
+    expect(screen.queryByTestId(selectors.query.labelSelector)).not.toBeInTheDocument();
+    const trace = screen.getByTestId(selectors.query.traceId);
+    expect(trace).toHaveAttribute('placeholder', '32 hex digits');
+
+    fireEvent.change(trace, { target: { value: 'not-a-trace' } });
+    fireEvent.blur(trace);
+    expect(screen.getByText('A trace id is 32 hex digits')).toBeInTheDocument();
+    expect(onRunQuery).not.toHaveBeenCalled();
+
+    fireEvent.change(trace, { target: { value: TRACE } });
+    fireEvent.keyDown(trace, { key: 'Enter' });
+    expect(lastQuery()).toMatchObject({ queryType: 'traces', traceId: TRACE });
+    expect(onRunQuery).toHaveBeenCalledTimes(1);
+
+    fireEvent.change(trace, { target: { value: '${trace}' } });
+    fireEvent.blur(trace);
+    expect(lastQuery().traceId).toBe('${trace}');
+  });
+
+  it('show only the query type among the options of a traces query', async () => {
+    await setup({ queryType: 'traces', traceId: TRACE });
+    expect(summary()).toHaveTextContent(`Type: Trace, Trace: ${TRACE}`);
+    fireEvent.click(summary());
+    expect(screen.getByTestId(selectors.query.queryType)).toBeInTheDocument();
+    expect(screen.getAllByTestId(selectors.query.traceId)).toHaveLength(1);
+    expect(screen.queryByTestId(selectors.query.limit)).not.toBeInTheDocument();
+  });
+});
+
+describe('QueryEditor: related links', () => {
+  beforeEach(() => {
+    const byUid: Record<string, Partial<DataSourceInstanceSettings>> = {
+      loki: { uid: 'loki', type: 'loki', name: 'Loki' },
+      tempo: { uid: 'tempo', type: 'tempo', name: 'Tempo' },
+    };
+    const srv: Partial<DataSourceSrv> = {
+      // eslint-disable-next-line @typescript-eslint/no-deprecated -- what the datasource class calls (Grafana 11.6)
+      getInstanceSettings: (ref) => byUid[String(ref)] as DataSourceInstanceSettings | undefined,
+    };
+    setDataSourceSrv(srv as DataSourceSrv);
+  });
+
+  const profiles = { logsDatasourceUid: 'loki', tracesDatasourceUid: 'tempo' };
+  const links = () => screen.queryAllByTestId(selectors.query.relatedLink);
+
+  it("link the query's logs and trace in Explore, in a new tab", async () => {
+    await setup(
+      { labelSelector: '{service_name="cart"}', traceId: '0123456789abcdef0123456789abcdef' },
+      { app: CoreApp.Explore, profiles }
+    );
+    expect(screen.getByTestId(selectors.query.related)).toHaveTextContent('Related');
+    expect(links().map((l) => l.textContent)).toEqual(['Logs for this selection', 'Open trace']);
+    const href = decodeURIComponent(links()[0].getAttribute('href') ?? '');
+    expect(href).toMatch(/^\/explore\?/);
+    expect(href).toContain('"expr":"{service_name=\\"cart\\"}"');
+    expect(links()[0]).toHaveAttribute('target', '_blank');
+  });
+
+  it('follow the query as it changes', async () => {
+    await setup({ labelSelector: '{}' }, { app: CoreApp.Explore, profiles });
+    expect(screen.queryByTestId(selectors.query.related)).not.toBeInTheDocument();
+    const text = await switchToCode();
+    fireEvent.change(text, { target: { value: '{k8s_pod_name="api-1"}' } });
+    fireEvent.blur(text);
+    expect(links().map((l) => l.textContent)).toEqual(['Logs for this selection']);
+  });
+
+  it('are not shown outside Explore', async () => {
+    await setup({ labelSelector: '{service_name="cart"}' }, { app: CoreApp.PanelEditor, profiles });
+    expect(screen.queryByTestId(selectors.query.related)).not.toBeInTheDocument();
+  });
+
+  it('are not shown without linked datasources', async () => {
+    await setup({ labelSelector: '{service_name="cart"}' }, { app: CoreApp.Explore });
+    expect(screen.queryByTestId(selectors.query.related)).not.toBeInTheDocument();
   });
 });
 

@@ -1,21 +1,24 @@
 import React from 'react';
-import { QueryEditorProps } from '@grafana/data';
+import { CoreApp, QueryEditorProps } from '@grafana/data';
 import { Stack } from '@grafana/ui';
 
 import { DataSource } from '../datasource';
+import { selectors } from '../selectors';
 import { FlamehouseOptions, ProfileQuery } from '../types';
 import { useLabelNames, useProfileTypes } from './query/hooks';
 import { LabelSelectorEditor } from './query/LabelSelectorEditor';
 import { ProfileTypePicker } from './query/ProfileTypePicker';
 import { QueryErrors } from './query/QueryErrors';
-import { QueryOptions } from './query/QueryOptions';
+import { CommitInput, effectiveQueryType, QueryOptions, validateTraceId } from './query/QueryOptions';
+import { RelatedLinks } from './query/RelatedLinks';
 
 type Props = QueryEditorProps<DataSource, ProfileQuery, FlamehouseOptions>;
 
 /**
- * The query editor of Explore and panels, shaped like Pyroscope's: profile type and label selector, then the
- * options collapsed under a summary, then the query's errors. Picks run the query at once; the selector text runs
- * on blur or Shift+Enter.
+ * The query editor of Explore and panels, shaped like Pyroscope's: profile type and label selector (a traces query:
+ * profile type and trace id), then the options collapsed under a summary, the query's errors, and in Explore a
+ * row of links to the query's logs, metrics and trace. Picks run the query at once; the selector text runs on blur
+ * or Shift+Enter.
  */
 export function QueryEditor({ datasource, query, onChange, onRunQuery, range, app, data }: Props) {
   const profileTypeId = query.profileTypeId || datasource.defaultProfileType;
@@ -31,6 +34,8 @@ export function QueryEditor({ datasource, query, onChange, onRunQuery, range, ap
     profileTypes.error && `Profile types: ${profileTypes.error}`,
     labelNames.error && `Label names: ${labelNames.error}`,
   ].filter((e): e is string => !!e);
+  const traces = effectiveQueryType(query, app) === 'traces';
+  const related = app === CoreApp.Explore && range ? datasource.relatedLinks(query, range) : [];
 
   return (
     <Stack direction="column" gap={0.5}>
@@ -41,14 +46,27 @@ export function QueryEditor({ datasource, query, onChange, onRunQuery, range, ap
           types={profileTypes}
           onChange={(id) => change({ profileTypeId: id })}
         />
-        <LabelSelectorEditor
-          datasource={datasource}
-          range={range}
-          profileTypeId={profileTypeId}
-          value={query.labelSelector ?? ''}
-          labelNames={labelNames}
-          onChange={(labelSelector, run) => change({ labelSelector }, run)}
-        />
+        {traces ? (
+          <CommitInput
+            label="Trace ID"
+            tooltip="The trace to show: 32 hex digits, or a variable. Spans with samples of the profile type link to their flame graph."
+            testId={selectors.query.traceId}
+            width={40}
+            value={query.traceId ?? ''}
+            placeholder="32 hex digits"
+            validate={validateTraceId}
+            onCommit={(t) => change({ traceId: t || undefined })}
+          />
+        ) : (
+          <LabelSelectorEditor
+            datasource={datasource}
+            range={range}
+            profileTypeId={profileTypeId}
+            value={query.labelSelector ?? ''}
+            labelNames={labelNames}
+            onChange={(labelSelector, run) => change({ labelSelector }, run)}
+          />
+        )}
       </Stack>
       <QueryOptions
         query={query}
@@ -58,6 +76,7 @@ export function QueryEditor({ datasource, query, onChange, onRunQuery, range, ap
         onChange={(patch) => change(patch)}
       />
       <QueryErrors data={data} refId={query.refId} lookupErrors={lookupErrors} />
+      <RelatedLinks links={related} />
     </Stack>
   );
 }

@@ -1,6 +1,4 @@
 import React from 'react';
-import { DataSourceInstanceSettings } from '@grafana/data';
-import { DataSourcePicker } from '@grafana/runtime';
 import { Field, Input, RadioButtonGroup, Text } from '@grafana/ui';
 
 import { DEFAULTS, ProfilesOptions, ProfilesSchema } from '../../options';
@@ -31,8 +29,8 @@ const schemas: Array<{ label: string; value: ProfilesSchema; description: string
 ];
 
 /**
- * Where the profile tables are (Flamehouse's own or the Collector exporter's),
- * query defaults, and the linked traces and logs datasources (jsonData.profiles).
+ * Where the profile tables are (Flamehouse's own or the Collector exporter's)
+ * and query defaults (jsonData.profiles). The linked datasources are in LinksSection.
  */
 export function ProfilesSection({ options, onOptionsChange }: EditorProps) {
   const profiles: ProfilesOptions = options.jsonData.profiles ?? {};
@@ -52,7 +50,7 @@ export function ProfilesSection({ options, onOptionsChange }: EditorProps) {
     <ConfigSection
       title="Profiles"
       testId={selectors.config.sections.profiles}
-      description="Which tables hold the profiles, defaults for queries, and the datasources profiles link to."
+      description="Which tables hold the profiles, and defaults for queries."
     >
       <Field
         label="Schema"
@@ -188,32 +186,6 @@ export function ProfilesSection({ options, onOptionsChange }: EditorProps) {
           width={20}
           onChange={textValue((minStep) => set({ minStep }))}
         />
-      </Field>
-      <Field label="Traces datasource" description="Traces of the profiled services, e.g. Tempo">
-        <div data-testid={selectors.config.tracesDatasource}>
-          <DataSourcePicker
-            tracing
-            noDefault
-            width={40}
-            current={profiles.tracesDatasourceUid || undefined}
-            placeholder="Choose a traces datasource"
-            onChange={(ds: DataSourceInstanceSettings) => set({ tracesDatasourceUid: ds.uid })}
-            onClear={() => set({ tracesDatasourceUid: undefined })}
-          />
-        </div>
-      </Field>
-      <Field label="Logs datasource" description="Logs of the profiled services, e.g. Loki">
-        <div data-testid={selectors.config.logsDatasource}>
-          <DataSourcePicker
-            logs
-            noDefault
-            width={40}
-            current={profiles.logsDatasourceUid || undefined}
-            placeholder="Choose a logs datasource"
-            onChange={(ds: DataSourceInstanceSettings) => set({ logsDatasourceUid: ds.uid })}
-            onClear={() => set({ logsDatasourceUid: undefined })}
-          />
-        </div>
       </Field>
     </ConfigSection>
   );

@@ -2,12 +2,14 @@ import {
   databaseError,
   headerNameError,
   maxNodesError,
+  metricsQueryError,
   otelTableError,
   portError,
   profileTypeError,
   secondsError,
   settingNameError,
   tablePrefixError,
+  tracesTableError,
 } from './validation';
 
 // The same rules as the backend's LoadSettings (pkg/plugin/settings.go) and
@@ -78,5 +80,20 @@ describe('field checks', () => {
     expect(headerNameError(headers, 0)).toBeUndefined();
     expect(headerNameError(headers, 1)).toMatch(/no spaces or colons/);
     expect(headerNameError(headers, 2)).toMatch(/already set/);
+  });
+
+  it('checks the traces table like the other tables', () => {
+    expect(tracesTableError(undefined)).toBeUndefined();
+    expect(tracesTableError('otel_traces')).toBeUndefined();
+    expect(tracesTableError('otel-traces')).toMatch(/plain identifier/);
+  });
+
+  it('accepts the metrics query placeholders and Grafana variables, and names unknown ones', () => {
+    expect(metricsQueryError(undefined)).toBeUndefined();
+    expect(metricsQueryError('rate(x{service_name="${service_name}"}[$__rate_interval])')).toBeUndefined();
+    expect(metricsQueryError('x{a="${k8s_namespace_name}", b="${k8s_pod_name}"}[${__range}]')).toBeUndefined();
+    expect(metricsQueryError('x{a="${namespace}", b="${pod}"}')).toBe(
+      'Unknown placeholder ${namespace}, ${pod}; the placeholders are ${service_name}, ${k8s_namespace_name}, ${k8s_pod_name}'
+    );
   });
 });

@@ -1,3 +1,4 @@
+import { SELECTION_LABELS, templatePlaceholders } from '../../links';
 import { DEFAULTS, HttpHeader } from '../../options';
 
 /**
@@ -40,6 +41,24 @@ export function databaseError(v: string | undefined): string | undefined {
 /** The exporter's profiles table (profiles.otelTable), a plain identifier like the database. */
 export function otelTableError(v: string | undefined): string | undefined {
   return identifierError(v);
+}
+
+/** The exporter's traces table (profiles.tracesTable), a plain identifier. */
+export function tracesTableError(v: string | undefined): string | undefined {
+  return identifierError(v);
+}
+
+/** The metrics query template: `${…}` references other than the placeholders (and Grafana's `${__…}`) are refused. */
+export function metricsQueryError(v: string | undefined): string | undefined {
+  if (!v) {
+    return undefined;
+  }
+  const { unknown } = templatePlaceholders(v);
+  if (unknown.length === 0) {
+    return undefined;
+  }
+  const known = SELECTION_LABELS.map((l) => '${' + l + '}').join(', ');
+  return `Unknown placeholder ${unknown.map((u) => '${' + u + '}').join(', ')}; the placeholders are ${known}`;
 }
 
 export function tablePrefixError(v: string | undefined): string | undefined {

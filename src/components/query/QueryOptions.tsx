@@ -16,7 +16,16 @@ const TYPES: Array<SelectableValue<QueryType>> = [
   { label: 'Metrics', value: 'metrics', description: 'Time series' },
   { label: 'Both', value: 'both', description: 'Flame graph and time series' },
   { label: 'Table', value: 'table', description: 'Top functions' },
+  { label: 'Spans', value: 'spans', description: 'The spans with the most profile value, with links to their traces' },
+  {
+    label: 'Trace',
+    value: 'traces',
+    description: "One trace from the Collector exporter's traces table, its spans marked where they have profiles",
+  },
 ];
+
+/** Query types whose options include group by and max nodes. */
+const PROFILE_TYPES: readonly QueryType[] = ['profile', 'metrics', 'both', 'table'];
 
 interface Props {
   query: ProfileQuery;
@@ -55,11 +64,14 @@ export function optionsSummary(query: ProfileQuery, app?: CoreApp): string {
   return parts.join(', ');
 }
 
-/** Query type, group by, limit, max nodes, span ids and trace id, collapsed under a summary. */
+/**
+ * Query type, group by, limit, max nodes, span ids and trace id, collapsed under a summary. A spans query has no
+ * group by or max nodes; a traces query only its type (its trace id is next to the profile type).
+ */
 export function QueryOptions({ query, app, labelNames, defaultMaxNodes, onChange }: Props) {
   const [open, setOpen] = useState(false);
   const types = TYPES.filter((t) => t.value !== 'both' || app === CoreApp.Explore);
-  const groupBy = query.groupBy ?? [];
+  const type = effectiveQueryType(query, app);
   return (
     <div data-testid={selectors.query.options}>
       <Collapse
@@ -74,14 +86,35 @@ export function QueryOptions({ query, app, labelNames, defaultMaxNodes, onChange
         <InlineFieldRow>
           <InlineField label="Query type" labelWidth={14}>
             <div data-testid={selectors.query.queryType}>
-              <RadioButtonGroup
-                options={types}
-                value={effectiveQueryType(query, app)}
-                onChange={(queryType) => onChange({ queryType })}
-              />
+              <RadioButtonGroup options={types} value={type} onChange={(queryType) => onChange({ queryType })} />
             </div>
           </InlineField>
         </InlineFieldRow>
+        {type !== 'traces' && (
+          <OtherOptions
+            query={query}
+            profileOptions={PROFILE_TYPES.includes(type)}
+            labelNames={labelNames}
+            defaultMaxNodes={defaultMaxNodes}
+            onChange={onChange}
+          />
+        )}
+      </Collapse>
+    </div>
+  );
+}
+
+interface OtherOptionsProps extends Omit<Props, 'app'> {
+  /** Whether to show the options of flame graphs, tables and series: group by and max nodes. */
+  profileOptions: boolean;
+}
+
+/** The options below the query type. */
+function OtherOptions({ query, profileOptions, labelNames, defaultMaxNodes, onChange }: OtherOptionsProps) {
+  const groupBy = query.groupBy ?? [];
+  return (
+    <>
+      {profileOptions && (
         <InlineFieldRow data-testid={selectors.query.groupBy}>
           <InlineField
             label="Group by"
@@ -102,16 +135,18 @@ export function QueryOptions({ query, app, labelNames, defaultMaxNodes, onChange
             />
           </InlineField>
         </InlineFieldRow>
-        <InlineFieldRow>
-          <CommitInput
-            label="Limit"
-            tooltip="Time series: the top N groups by total (default 100). Table: rows (default 1000)."
-            testId={selectors.query.limit}
-            value={query.limit === undefined ? '' : String(query.limit)}
-            placeholder="100"
-            validate={(t) => validateCount(t, LIMITS.limit)}
-            onCommit={(t) => onChange({ limit: t ? Number(t) : undefined })}
-          />
+      )}
+      <InlineFieldRow>
+        <CommitInput
+          label="Limit"
+          tooltip="Time series: the top N groups by total (default 100). Table: rows (default 1000). Spans: spans (default 100)."
+          testId={selectors.query.limit}
+          value={query.limit === undefined ? '' : String(query.limit)}
+          placeholder="100"
+          validate={(t) => validateCount(t, LIMITS.limit)}
+          onCommit={(t) => onChange({ limit: t ? Number(t) : undefined })}
+        />
+        {profileOptions && (
           <CommitInput
             label="Max nodes"
             tooltip="Flame graph nodes; smaller ones are folded into 'other'."
@@ -121,31 +156,31 @@ export function QueryOptions({ query, app, labelNames, defaultMaxNodes, onChange
             validate={(t) => validateCount(t, LIMITS.maxNodes)}
             onCommit={(t) => onChange({ maxNodes: t ? Number(t) : undefined })}
           />
-        </InlineFieldRow>
-        <InlineFieldRow>
-          <CommitInput
-            label="Span IDs"
-            tooltip="Only samples of these spans: 16 hex digits each, separated by commas or spaces."
-            testId={selectors.query.spanSelector}
-            width={50}
-            value={(query.spanSelector ?? []).join(', ')}
-            placeholder="e.g. 1a2b3c4d5e6f7a8b"
-            validate={validateSpanIds}
-            onCommit={(t) => onChange({ spanSelector: splitIds(t) })}
-          />
-          <CommitInput
-            label="Trace ID"
-            tooltip="Only samples of this trace: 32 hex digits."
-            testId={selectors.query.traceId}
-            width={40}
-            value={query.traceId ?? ''}
-            placeholder="32 hex digits"
-            validate={validateTraceId}
-            onCommit={(t) => onChange({ traceId: t || undefined })}
-          />
-        </InlineFieldRow>
-      </Collapse>
-    </div>
+        )}
+      </InlineFieldRow>
+      <InlineFieldRow>
+        <CommitInput
+          label="Span IDs"
+          tooltip="Only samples of these spans: 16 hex digits each, separated by commas or spaces."
+          testId={selectors.query.spanSelector}
+          width={50}
+          value={(query.spanSelector ?? []).join(', ')}
+          placeholder="e.g. 1a2b3c4d5e6f7a8b"
+          validate={validateSpanIds}
+          onCommit={(t) => onChange({ spanSelector: splitIds(t) })}
+        />
+        <CommitInput
+          label="Trace ID"
+          tooltip="Only samples of this trace: 32 hex digits."
+          testId={selectors.query.traceId}
+          width={40}
+          value={query.traceId ?? ''}
+          placeholder="32 hex digits"
+          validate={validateTraceId}
+          onCommit={(t) => onChange({ traceId: t || undefined })}
+        />
+      </InlineFieldRow>
+    </>
   );
 }
 
@@ -186,7 +221,16 @@ interface CommitInputProps {
 }
 
 /** A text field stored on blur or Enter when valid; invalid text stays, with its error. */
-function CommitInput({ label, tooltip, testId, value, placeholder, width = 16, validate, onCommit }: CommitInputProps) {
+export function CommitInput({
+  label,
+  tooltip,
+  testId,
+  value,
+  placeholder,
+  width = 16,
+  validate,
+  onCommit,
+}: CommitInputProps) {
   const [text, setText] = useState(value);
   const [synced, setSynced] = useState(value);
   const [error, setError] = useState<string>();

@@ -1,0 +1,168 @@
+import { DataFrame, dataFrameFromJSON, DataFrameJSON, DataFrameType, FieldType } from '@grafana/data';
+
+/**
+ * Frames as the backend sends them (the data frame JSON of pkg/query), read the way DataSourceWithBackend reads
+ * them, for tests of what the frontend adds.
+ */
+
+const CPU = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds';
+export const TRACE_ID = '0123456789abcdef0123456789abcdef';
+
+/** The internal link the backend puts on a field, to this datasource. */
+function backendLink(title: string, query: Record<string, unknown>) {
+  return { title, url: '', internal: { datasourceUid: 'fh', datasourceName: 'Flamehouse', query } };
+}
+
+function frame(json: DataFrameJSON): DataFrame {
+  return dataFrameFromJSON(json);
+}
+
+/** A spans query's answer: ranked spans, the backend's "Span flame graph" link on spanID. */
+export function spansFrame(refId = 'A'): DataFrame {
+  return frame({
+    schema: {
+      name: 'spans',
+      refId,
+      meta: { preferredVisualisationType: 'table', custom: { flamehouse: 'spans' } },
+      fields: [
+        { name: 'traceID', type: FieldType.string },
+        {
+          name: 'spanID',
+          type: FieldType.string,
+          config: {
+            links: [
+              backendLink('Span flame graph', {
+                queryType: 'profile',
+                profileTypeId: CPU,
+                labelSelector: '{service_name="checkout"}',
+                spanSelector: ['${__value.raw}'],
+              }),
+            ],
+          },
+        },
+        { name: 'serviceName', type: FieldType.string },
+        { name: 'operationName', type: FieldType.string },
+        { name: 'duration', type: FieldType.number, config: { unit: 'ms' } },
+        { name: 'value', type: FieldType.number, config: { unit: 'ns' } },
+        { name: 'share', type: FieldType.number, config: { unit: 'percentunit' } },
+      ],
+    },
+    data: {
+      values: [[TRACE_ID], ['00000000000000a1'], ['checkout'], ['GET /cart'], [12.5], [5000000], [0.25]],
+    },
+  });
+}
+
+/** A traces query's answer: Grafana's trace frame with profileSpanID and its backend link. */
+export function traceFrame(refId = 'A'): DataFrame {
+  return frame({
+    schema: {
+      name: 'Trace',
+      refId,
+      meta: { preferredVisualisationType: 'trace' },
+      fields: [
+        { name: 'traceID', type: FieldType.string },
+        { name: 'spanID', type: FieldType.string },
+        { name: 'parentSpanID', type: FieldType.string },
+        { name: 'operationName', type: FieldType.string },
+        { name: 'serviceName', type: FieldType.string },
+        { name: 'startTime', type: FieldType.number },
+        { name: 'duration', type: FieldType.number },
+        { name: 'tags', type: FieldType.other },
+        {
+          name: 'profileSpanID',
+          type: FieldType.string,
+          config: {
+            links: [
+              backendLink('Profiles for this span', {
+                queryType: 'profile',
+                profileTypeId: CPU,
+                labelSelector: '{}',
+                spanSelector: ['${__value.raw}'],
+              }),
+            ],
+          },
+        },
+      ],
+    },
+    data: {
+      values: [
+        [TRACE_ID],
+        ['00000000000000a1'],
+        [''],
+        ['GET /cart'],
+        ['checkout'],
+        [1735812000000],
+        [12.5],
+        [[{ key: 'pyroscope.profile.id', value: '00000000000000a1' }]],
+        ['00000000000000a1'],
+      ],
+    },
+  });
+}
+
+/** A profile query's flame graph ("response", label as an enum). */
+export function flameGraphFrame(refId = 'A'): DataFrame {
+  return frame({
+    schema: {
+      name: 'response',
+      refId,
+      meta: { preferredVisualisationType: 'flamegraph' },
+      fields: [
+        { name: 'level', type: FieldType.number },
+        { name: 'value', type: FieldType.number, config: { unit: 'ns' } },
+        { name: 'self', type: FieldType.number, config: { unit: 'ns' } },
+        { name: 'label', type: FieldType.enum, config: { type: { enum: { text: ['total', 'main'] } } } },
+      ],
+    },
+    data: {
+      values: [
+        [0, 1],
+        [100, 100],
+        [0, 100],
+        [0, 1],
+      ],
+    },
+  });
+}
+
+/** A table query's top functions. */
+export function functionsFrame(refId = 'A'): DataFrame {
+  return frame({
+    schema: {
+      name: 'functions',
+      refId,
+      meta: { preferredVisualisationType: 'table' },
+      fields: [
+        { name: 'label', type: FieldType.string },
+        { name: 'self', type: FieldType.number, config: { unit: 'ns' } },
+        { name: 'total', type: FieldType.number, config: { unit: 'ns' } },
+      ],
+    },
+    data: { values: [['main'], [100], [100]] },
+  });
+}
+
+/** One time series of a metrics query, with its group-by labels and the backend's flame graph link. */
+export function seriesFrame(labels: Record<string, string> | undefined, refId = 'A'): DataFrame {
+  return frame({
+    schema: {
+      name: 'series',
+      refId,
+      meta: { preferredVisualisationType: 'graph', type: DataFrameType.TimeSeriesMulti },
+      fields: [
+        { name: 'time', type: FieldType.time },
+        {
+          name: CPU,
+          type: FieldType.number,
+          labels,
+          config: {
+            unit: 'cores',
+            links: [backendLink('Flame graph for this series', { queryType: 'profile', profileTypeId: CPU })],
+          },
+        },
+      ],
+    },
+    data: { values: [[1735812000000], [0.5]] },
+  });
+}
