@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -258,6 +260,28 @@ func followLink(t *testing.T, ds *Datasource, link data.DataLink, value string, 
 	var q map[string]any
 	require.NoError(t, json.Unmarshal(raw, &q))
 	return requireOK(t, navQuery(t, ds, q, from, to))
+}
+
+// followLinkAt runs a series link's query as Grafana does for a click on
+// the point at a time: ${__value.time} is the point's Unix milliseconds.
+func followLinkAt(t *testing.T, ds *Datasource, link data.DataLink, at, from, to time.Time) data.Frames {
+	t.Helper()
+	raw, err := json.Marshal(link.Internal.Query)
+	require.NoError(t, err)
+	raw = []byte(strings.ReplaceAll(string(raw), "${__value.time}", strconv.FormatInt(at.UnixMilli(), 10)))
+	var q map[string]any
+	require.NoError(t, json.Unmarshal(raw, &q))
+	return requireOK(t, navQuery(t, ds, q, from, to))
+}
+
+// rootValue is a flame graph's total (0 when empty).
+func rootValue(t *testing.T, f *data.Frame) int64 {
+	t.Helper()
+	rows := flameRows(t, f)
+	if len(rows) == 0 {
+		return 0
+	}
+	return rows[0].value
 }
 
 // traceFrameColumns are the trace frame's columns (Grafana's, as Tempo
@@ -595,12 +619,23 @@ func TestSeriesLinkToTheirFlameGraph(t *testing.T) {
 				require.Equal(t, map[string]any{
 					"queryType": "profile", "profileTypeId": cpuType,
 					"labelSelector": `{service_name=~"checkout|batch-job|\x24^", "k8s.pod.name"="` + pod + `"}`,
+					"intervalStart": "${__value.time}", "intervalSeconds": int64(60),
 				}, link.Internal.Query)
 				require.Equal(t, &data.TimeRange{From: from, To: to}, link.Internal.Range)
-				flame := followLink(t, ds, link, "", link.Internal.Range.From, link.Internal.Range.To)
+				// Clicked on a point, the link opens that point's minute:
+				// its flame graph holds the point's CPU time.
+				var sum int64
+				for i := range value.Len() {
+					at, _ := f.Fields[0].ConcreteAt(i)
+					rate, _ := value.ConcreteAt(i)
+					want := int64(math.Round(rate.(float64) * 60 * 1e9))         //nolint:forcetypeassert // float64 rates
+					flame := followLinkAt(t, ds, link, at.(time.Time), from, to) //nolint:forcetypeassert // the time field
+					require.Equal(t, want, rootValue(t, flame[0]), "%s at %s", pod, at)
+					sum += want
+				}
 				want := w.sentCPU(func(s sampleRef) bool { return s.pod == pod })
 				require.Positive(t, want)
-				require.Equal(t, want, flameRows(t, flame[0])[0].value, pod)
+				require.Equal(t, want, sum, pod)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +51,11 @@ type JSON struct {
 	GroupBy       []string `json:"groupBy"`
 	Limit         *int64   `json:"limit"`
 	MaxNodes      *int64   `json:"maxNodes"`
+	// IntervalStart (Unix milliseconds, as Grafana's ${__value.time}
+	// spells a point's time) and IntervalSeconds narrow the range to one
+	// time-series point's interval: a series' flame graph link sets them.
+	IntervalStart   string `json:"intervalStart"`
+	IntervalSeconds int64  `json:"intervalSeconds"`
 }
 
 // Request is a validated query over a time range.
@@ -134,6 +140,8 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	add(r.setLimits(q.Limit, q.MaxNodes, opts.DefaultMaxNodes))
 	if !to.After(from) {
 		add(fmt.Errorf("the time range is empty: %s is not after %s", to.Format(time.RFC3339), from.Format(time.RFC3339)))
+	} else {
+		add(r.setInterval(q.IntervalStart, q.IntervalSeconds))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -143,6 +151,45 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	}
 	r.Step = stepFor(interval, opts.MinStep, r.To.Sub(r.From))
 	return r, nil
+}
+
+// maxIntervalSeconds bounds intervalSeconds (a year).
+const maxIntervalSeconds = 366 * 24 * 3600
+
+// setInterval narrows the range to [start, start+seconds) within it.
+func (r *Request) setInterval(start string, seconds int64) error {
+	start = strings.TrimSpace(start)
+	if start == "" {
+		return nil
+	}
+	ms, err := strconv.ParseInt(start, 10, 64)
+	if err != nil {
+		return fmt.Errorf("intervalStart %q is not a time in Unix milliseconds", truncate(start))
+	}
+	if seconds <= 0 || seconds > maxIntervalSeconds {
+		return fmt.Errorf("intervalSeconds %d must be between 1 and %d", seconds, maxIntervalSeconds)
+	}
+	from := time.UnixMilli(ms)
+	to := from.Add(time.Duration(seconds) * time.Second)
+	if !to.After(r.From) || !from.Before(r.To) {
+		return fmt.Errorf("the interval [%s, %s) is outside the time range", from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
+	}
+	r.From, r.To = maxTime(r.From, from), minTime(r.To, to)
+	return nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func (r *Request) setType(t string) error {

@@ -128,3 +128,30 @@ func TestParseTracesAndSpansRequests(t *testing.T) {
 		})
 	}
 }
+
+func TestParseRequestNarrowsToAPointsInterval(t *testing.T) {
+	from := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	to := from.Add(time.Hour)
+	opts := Options{DefaultProfileType: cpu, MinStep: 15 * time.Second}
+	at := from.Add(30 * time.Minute)
+	r, err := ParseRequest([]byte(`{"intervalStart":"`+strconv.FormatInt(at.UnixMilli(), 10)+`","intervalSeconds":60}`), from, to, 0, opts)
+	require.NoError(t, err)
+	require.Equal(t, at, r.From.UTC())
+	require.Equal(t, at.Add(time.Minute), r.To.UTC())
+
+	// A point at the range's end keeps the part inside the range.
+	last := to.Add(-30 * time.Second)
+	r, err = ParseRequest([]byte(`{"intervalStart":"`+strconv.FormatInt(last.UnixMilli(), 10)+`","intervalSeconds":60}`), from, to, 0, opts)
+	require.NoError(t, err)
+	require.Equal(t, last, r.From.UTC())
+	require.Equal(t, to, r.To.UTC())
+
+	for q, msg := range map[string]string{
+		`{"intervalStart":"${__value.time}","intervalSeconds":60}`: "is not a time in Unix milliseconds",
+		`{"intervalStart":"1795000000000","intervalSeconds":0}`:    "intervalSeconds 0 must be between 1",
+		`{"intervalStart":"1000","intervalSeconds":60}`:            "is outside the time range",
+	} {
+		_, err := ParseRequest([]byte(q), from, to, 0, opts)
+		require.ErrorContains(t, err, msg, q)
+	}
+}

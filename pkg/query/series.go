@@ -89,16 +89,23 @@ func (a *seriesAccumulator) frames(target linkTarget) data.Frames {
 }
 
 // groupQuery is the flame graph query of a group: the request's profile
-// type, matchers, spans and trace, and an equality matcher per group-by
-// label with the group's value ("" selects samples without the label, as
-// grouping put them there).
+// type, matchers, spans and trace, an equality matcher per group-by label
+// with the group's value ("" selects samples without the label, as
+// grouping put them there), and the clicked point's interval.
 func (a *seriesAccumulator) groupQuery(g *groupSeries) map[string]any {
 	ms := slices.Clone(a.r.Matchers)
 	for i, l := range a.r.GroupBy {
 		ms = append(ms, selector.Matcher{Name: l, Op: selector.Equal, Value: g.groups[i]})
 	}
-	return profileQuery(a.r.ProfileType.ID, ms, a.r.SpanIDs, a.r.TraceID)
+	q := profileQuery(a.r.ProfileType.ID, ms, a.r.SpanIDs, a.r.TraceID)
+	q["intervalStart"] = pointTimeVariable
+	q["intervalSeconds"] = int64(a.r.Step / time.Second)
+	return q
 }
+
+// pointTimeVariable is Grafana's variable for the time of the point a
+// link is clicked on (Unix milliseconds).
+const pointTimeVariable = "${__value.time}"
 
 // rateUnit is the Grafana unit of a per-second rate of a sample unit and
 // the factor to it: CPU nanoseconds per second as cores, bytes per second,
