@@ -18,6 +18,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/grafana/dskit/services"
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
@@ -34,72 +35,153 @@ import (
 
 // Peer benchmark knobs and fixed parameters.
 const (
-	// peerReportInterval is the time one request covers: a minute of the
-	// service's events (the eBPF profiler reports every 5 s; a Collector
-	// batches such reports before an exporter writes them).
+	// peerReportInterval is the time one request of the sparse phase
+	// covers: a minute of the service's events (the eBPF profiler reports
+	// every 5 s; a Collector batches such reports before an exporter
+	// writes them).
 	peerReportInterval = time.Minute
-	// peerMaxEventsPerRequest splits a minute's events over several
+	// peerMaxEventsPerRequest splits a sparse minute's events over several
 	// requests (by pod) so that none exceeds the Collector's 4 MiB gRPC
 	// message limit.
 	peerMaxEventsPerRequest = 4000
+	// peerMaxRequestBytes is the Collector's gRPC receive limit (the OTLP
+	// receiver's default max_recv_msg_size_mib, 4): no generated request
+	// may exceed it.
+	peerMaxRequestBytes = 4 << 20
+	// peerDenseNodes is the number of nodes of the dense phase's pods
+	// (profilegen's k8s.node.name is node-(pod mod 10)), each with a
+	// profiler sending its own 5 s reports.
+	peerDenseNodes = 10
+	// peerExporterTimeout bounds one exporter INSERT. The server runs the
+	// INSERTs in flight side by side, so each takes about their rows
+	// together over its rate: in the dense phase, 32 × 5k rows at some 10k
+	// rows/s on 2 cores, past otelcoltest's 30 s when the machine is shared.
+	peerExporterTimeout = 10 * time.Minute
 )
 
-// BenchmarkPeer loads the same eBPF-shaped workload (profilegen's
-// DefaultConfig at FLAMEHOUSE_PEER_RATE events/s, default 10, over
-// FLAMEHOUSE_PEER_HOURS hours, default 24, in one-minute requests) into
-// Flamehouse's tables through its in-process ingest and into the contrib
-// ClickHouse exporter's otel_profiles table through a real Collector, both
-// over OTLP/gRPC with acknowledgements that mean committed, and compares:
-// bytes on disk per event after OPTIMIZE ... FINAL, ingest throughput, and
-// the datasource's flame graph and top-table latency over the last hour
-// and the whole range (p50 of FLAMEHOUSE_PEER_RUNS runs, default 3, with
-// a fresh symbol cache per query and warm). FLAMEHOUSE_PEER_SENDERS
-// requests (default 32) are in flight on either path while loading. Both schemas must return the
-// workload's CPU time, computed from the requests, as the whole range's
-// flame graph root. It prints a side-by-side table.
+// BenchmarkPeer loads the same eBPF-shaped workloads into Flamehouse's
+// tables through its in-process ingest and into the contrib ClickHouse
+// exporter's otel_profiles table through a real Collector, both over
+// OTLP/gRPC with acknowledgements that mean committed, with
+// FLAMEHOUSE_PEER_SENDERS requests (default 32) in flight on either path,
+// and prints a side-by-side table of each phase. Each phase loads fresh
+// databases of both schemas:
+//
+//   - sparse: profilegen's DefaultConfig at FLAMEHOUSE_PEER_RATE events/s
+//     (default 10) over FLAMEHOUSE_PEER_HOURS hours (default 24), in
+//     one-minute requests. It compares bytes on disk per event after
+//     OPTIMIZE ... FINAL, ingest throughput, and the datasource's flame
+//     graph and top-table latency over the last hour and the whole range
+//     (p50 of FLAMEHOUSE_PEER_RUNS runs, default 3, with a fresh symbol
+//     cache per query and warm).
+//   - dense: DefaultConfig at its real rate (10k events/s) over
+//     FLAMEHOUSE_PEER_DENSE_SECONDS seconds (default 120), in 5 s reports
+//     as the workload's profilers send them: one per node of 10 pods. It
+//     compares bytes on disk per event and ingest throughput.
+//
+// In either phase both schemas must return the workload's CPU time,
+// computed from the requests, as the whole range's flame graph root.
 func BenchmarkPeer(b *testing.B) {
 	chtest.Get(b) // skips under -short before generating anything
-	w := newPeerWorkload(b)
-	load := w.generate(b)
-	sides := []*peerSide{newOursSide(b), newExporterSide(b)}
-	for _, s := range sides { // one heavy job at a time
-		s.load(b, load, w.senders)
-		s.measureDisk(b)
+	sparse := runPeerPhase(b, newPeerWorkload(b))
+	dense := runPeerPhase(b, newDenseWorkload(b, sparse.w))
+	for _, s := range dense.sides() {
+		root := s.flameRoot(b, dense.w.start, dense.w.queryTo)
+		s.roots = map[string]int64{"flame-" + dense.w.allName(): root}
+		require.Equal(b, dense.load.cpuNanos, root, "%s: the dense phase's flame graph root is its CPU time", s.name)
 	}
 	for b.Loop() {
-		for _, s := range sides {
-			s.runQueries(b, w)
+		for _, s := range sparse.sides() {
+			s.runQueries(b, sparse.w)
 		}
 	}
-	for _, s := range sides {
-		require.Equal(b, load.cpuNanos, s.roots["flame-"+w.allName()], "%s: the whole range's flame graph root is the workload's CPU time", s.name)
+	for _, s := range sparse.sides() {
+		require.Equal(b, sparse.load.cpuNanos, s.roots["flame-"+sparse.w.allName()], "%s: the whole range's flame graph root is the workload's CPU time", s.name)
 	}
-	report := peerReport{w: w, load: load, ours: sides[0], exporter: sides[1]}
+	report := peerReport{sparse: sparse, dense: dense}
 	report.metrics(b)
 	fmt.Print(report.String())
 }
 
-// peerWorkload is the benchmark's data set and query ranges.
-type peerWorkload struct {
-	cfg        profilegen.Config
-	hours      int
-	runs       int
-	senders    int       // requests in flight while loading
-	start, end time.Time // data: [start, end)
-	queryTo    time.Time // end of both query ranges, off the minute as Grafana's "now"
+// peerPhase is one workload loaded into fresh databases of both schemas.
+type peerPhase struct {
+	w              *peerWorkload
+	load           *peerLoad
+	ours, exporter *peerSide
 }
 
+// runPeerPhase generates a workload, loads it into a freshly migrated
+// Flamehouse database and, through a Collector of its own, into a fresh
+// exporter database, and measures both on disk.
+func runPeerPhase(b *testing.B, w *peerWorkload) *peerPhase {
+	b.Helper()
+	p := &peerPhase{w: w, load: w.generate(b), ours: newOursSide(b), exporter: newExporterSide(b)}
+	for _, s := range p.sides() { // one heavy job at a time
+		s.load(b, p.load, w.senders)
+		s.measureDisk(b)
+	}
+	return p
+}
+
+func (p *peerPhase) sides() []*peerSide { return []*peerSide{p.ours, p.exporter} }
+
+// peerWorkload is one phase's data set and query ranges.
+type peerWorkload struct {
+	name           string // "sparse" or "dense"
+	cfg            profilegen.Config
+	span           time.Duration // end - start
+	podsPerRequest int           // a report's pods per request
+	runs           int
+	senders        int       // requests in flight while loading
+	start, end     time.Time // data: [start, end)
+	queryTo        time.Time // end of the query ranges, off the minute as Grafana's "now"
+}
+
+// newPeerWorkload is the sparse phase: one-minute requests at a low rate,
+// a minute split by pod when it holds more than peerMaxEventsPerRequest
+// events.
 func newPeerWorkload(b *testing.B) *peerWorkload {
 	b.Helper()
 	cfg := profilegen.DefaultConfig()
 	cfg.SamplesPerSecond = benchEnv(b, "FLAMEHOUSE_PEER_RATE", 10)
 	cfg.ReportInterval = peerReportInterval
 	hours := benchEnv(b, "FLAMEHOUSE_PEER_HOURS", 24)
+	events := int(float64(cfg.SamplesPerSecond) * cfg.ReportInterval.Seconds())
+	groups := (events + peerMaxEventsPerRequest - 1) / peerMaxEventsPerRequest
 	end := time.Now().UTC().Truncate(time.Minute)
+	span := time.Duration(hours) * time.Hour
 	return &peerWorkload{
-		cfg: cfg, hours: hours, runs: benchEnv(b, "FLAMEHOUSE_PEER_RUNS", 3), senders: benchEnv(b, "FLAMEHOUSE_PEER_SENDERS", 32),
-		start: end.Add(-time.Duration(hours) * time.Hour), end: end, queryTo: end.Add(17 * time.Second),
+		name: "sparse", cfg: cfg, span: span, podsPerRequest: (cfg.Pods + groups - 1) / groups,
+		runs: benchEnv(b, "FLAMEHOUSE_PEER_RUNS", 3), senders: benchEnv(b, "FLAMEHOUSE_PEER_SENDERS", 32),
+		start: end.Add(-span), end: end, queryTo: end.Add(17 * time.Second),
 	}
+}
+
+// newDenseWorkload is the dense phase: DefaultConfig as it is (10k
+// events/s, 5 s reports) over FLAMEHOUSE_PEER_DENSE_SECONDS seconds ending
+// now, with the sparse phase's senders. Each interval is sent as
+// peerDenseNodes requests of a node's share of the pods, as an eBPF
+// profiler on each node sends its report (the whole service's 5 s would
+// fit one request too, 2.8 MiB).
+func newDenseWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
+	b.Helper()
+	cfg := profilegen.DefaultConfig()
+	seconds := benchEnv(b, "FLAMEHOUSE_PEER_DENSE_SECONDS", 120)
+	span := time.Duration(seconds) * time.Second
+	require.Zero(b, span%cfg.ReportInterval, "FLAMEHOUSE_PEER_DENSE_SECONDS must be a multiple of the report interval, %s", cfg.ReportInterval)
+	end := time.Now().UTC().Truncate(cfg.ReportInterval)
+	return &peerWorkload{
+		name: "dense", cfg: cfg, span: span, podsPerRequest: cfg.Pods / peerDenseNodes, runs: sparse.runs, senders: sparse.senders,
+		start: end.Add(-span), end: end, queryTo: end.Add(17 * time.Second),
+	}
+}
+
+// spanName is the data's time span: "24h", "120s".
+func (w *peerWorkload) spanName() string {
+	if w.span%time.Hour == 0 {
+		return fmt.Sprintf("%dh", w.span/time.Hour)
+	}
+	return fmt.Sprintf("%ds", w.span/time.Second)
 }
 
 // peerLoad is the generated data: marshaled requests in a file, and what
@@ -107,6 +189,7 @@ func newPeerWorkload(b *testing.B) *peerWorkload {
 type peerLoad struct {
 	file     string
 	requests int
+	maxBody  int   // largest marshaled request
 	events   int64 // eBPF events (timestamps)
 	samples  int64 // OTLP samples: the exporter's rows
 	cpuNanos int64 // events × period
@@ -126,10 +209,8 @@ func (w *peerWorkload) generate(b *testing.B) *peerLoad {
 	defer func() { require.NoError(b, f.Close()) }()
 	out := bufio.NewWriterSize(f, 1<<20)
 	g := profilegen.New(w.cfg)
-	groups := (g.Events() + peerMaxEventsPerRequest - 1) / peerMaxEventsPerRequest
-	podsPerRequest := (w.cfg.Pods + groups - 1) / groups
 	for at := w.start; at.Before(w.end); at = at.Add(w.cfg.ReportInterval) {
-		for _, req := range g.NodeReports(at, podsPerRequest) {
+		for _, req := range g.NodeReports(at, w.podsPerRequest) {
 			require.NoError(b, l.add(out, req))
 		}
 	}
@@ -144,6 +225,10 @@ func (l *peerLoad) add(out io.Writer, req *collectorpb.ExportProfilesServiceRequ
 	if err != nil {
 		return fmt.Errorf("marshal a request: %w", err)
 	}
+	if len(body) > peerMaxRequestBytes {
+		return fmt.Errorf("a request of %d bytes exceeds the Collector's 4 MiB gRPC receive limit: split the reports by pod", len(body))
+	}
+	l.maxBody = max(l.maxBody, len(body))
 	st := countRequest(req)
 	l.requests++
 	l.events += st.events
@@ -280,8 +365,10 @@ func newExporterSide(b *testing.B) *peerSide {
 	srv := chtest.Get(b)
 	bin := otelcoltest.Build(b, otelcoltest.ClickHouseCollector)
 	db := srv.NewDatabase(b)
+	exp := otelcoltest.ClickHouseExporter(srv, db)
+	exp["timeout"] = peerExporterTimeout.String()
 	col := otelcoltest.Start(b, bin, otelcoltest.Config{
-		Exporters: map[string]any{"clickhouse": otelcoltest.ClickHouseExporter(srv, db)},
+		Exporters: map[string]any{"clickhouse": exp},
 		Pipelines: map[string]otelcoltest.Pipeline{"profiles": {Exporters: []string{"clickhouse"}}},
 	})
 	return &peerSide{
@@ -387,7 +474,7 @@ type peerQuery struct {
 }
 
 // allName names the whole range ("whole-24h" by default).
-func (w *peerWorkload) allName() string { return fmt.Sprintf("whole-%dh", w.hours) }
+func (w *peerWorkload) allName() string { return "whole-" + w.spanName() }
 
 func (w *peerWorkload) queries() []peerQuery {
 	return []peerQuery{
@@ -404,7 +491,7 @@ func (s *peerSide) runQueries(b *testing.B, w *peerWorkload) {
 	b.Helper()
 	s.lat, s.roots = map[string][]time.Duration{}, map[string]int64{}
 	for _, q := range w.queries() {
-		js := map[string]any{"queryType": q.kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
+		js := peerQueryJSON(q.kind)
 		for _, warm := range []bool{false, true} {
 			name := q.name
 			if !warm {
@@ -420,12 +507,32 @@ func (s *peerSide) runQueries(b *testing.B, w *peerWorkload) {
 				require.NoError(b, r.Error, "%s %s", s.name, name)
 				require.Positive(b, r.Frames[0].Rows(), "%s %s", s.name, name)
 				if q.kind == query.TypeProfile {
-					v, _ := r.Frames[0].Fields[1].ConcreteAt(0)
-					s.roots[q.name] = v.(int64) //nolint:forcetypeassert // the value field is int64
+					s.roots[q.name] = flameRootValue(r)
 				}
 			}
 		}
 	}
+}
+
+// peerQueryJSON is the measured query of a kind.
+func peerQueryJSON(kind string) map[string]any {
+	return map[string]any{"queryType": kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
+}
+
+// flameRoot runs the flame graph query over [from, to) once and returns
+// its root's value.
+func (s *peerSide) flameRoot(b *testing.B, from, to time.Time) int64 {
+	b.Helper()
+	r := s.f.query(b, peerQueryJSON(query.TypeProfile), from, to)
+	require.NoError(b, r.Error, "%s flame graph", s.name)
+	require.Positive(b, r.Frames[0].Rows(), "%s flame graph", s.name)
+	return flameRootValue(r)
+}
+
+// flameRootValue is a flame graph response's root value.
+func flameRootValue(r backend.DataResponse) int64 {
+	v, _ := r.Frames[0].Fields[1].ConcreteAt(0)
+	return v.(int64) //nolint:forcetypeassert // the value field is int64
 }
 
 // p50 is a query's median time in milliseconds.
@@ -443,65 +550,85 @@ func (s *peerSide) throughput(l *peerLoad) float64 {
 
 // peerReport renders the comparison.
 type peerReport struct {
-	w              *peerWorkload
-	load           *peerLoad
-	ours, exporter *peerSide
+	sparse, dense *peerPhase
 }
 
-// metrics reports the comparison as benchmark metrics.
+// metrics reports the comparison as benchmark metrics: each phase's bytes
+// per event, ingest throughput and data volume, prefixed with its name, and
+// the sparse phase's query latency.
 func (r *peerReport) metrics(b *testing.B) {
 	b.Helper()
-	events := float64(r.load.events)
-	all := "flame-" + r.w.allName()
-	for _, s := range []*peerSide{r.ours, r.exporter} {
-		b.ReportMetric(float64(s.diskBytes())/events, s.name+"-bytes/event")
-		b.ReportMetric(s.throughput(r.load), s.name+"-events/s")
+	for _, p := range []*peerPhase{r.sparse, r.dense} {
+		events := float64(p.load.events)
+		for _, s := range p.sides() {
+			b.ReportMetric(float64(s.diskBytes())/events, p.w.name+"-"+s.name+"-bytes/event")
+			b.ReportMetric(s.throughput(p.load), p.w.name+"-"+s.name+"-events/s")
+		}
+		b.ReportMetric(float64(p.exporter.diskBytes())/float64(p.ours.diskBytes()), p.w.name+"-bytes-ratio")
+		b.ReportMetric(events, p.w.name+"-events")
+		b.ReportMetric(float64(p.load.samples), p.w.name+"-exporter-rows")
+	}
+	w := r.sparse.w
+	all := "flame-" + w.allName()
+	for _, s := range r.sparse.sides() {
 		b.ReportMetric(s.p50(all+"-cold"), s.name+"-"+all+"-ms")
 		b.ReportMetric(s.p50("flame-last-1h-cold"), s.name+"-flame-last-1h-ms")
 	}
-	b.ReportMetric(float64(r.exporter.diskBytes())/float64(r.ours.diskBytes()), "bytes-ratio")
-	b.ReportMetric(r.exporter.p50(all+"-cold")/r.ours.p50(all+"-cold"), all+"-ratio")
-	b.ReportMetric(events, "events")
-	b.ReportMetric(float64(r.load.samples), "exporter-rows")
+	b.ReportMetric(r.sparse.exporter.p50(all+"-cold")/r.sparse.ours.p50(all+"-cold"), all+"-ratio")
 }
 
-// String is the side-by-side table.
+// String is the side-by-side tables, one per phase.
 func (r *peerReport) String() string {
 	var sb strings.Builder
-	w, l, o, e := r.w, r.load, r.ours, r.exporter
 	fmt.Fprintf(&sb, "\nPeer benchmark: Flamehouse tables vs the exporter's otel_profiles\n")
-	fmt.Fprintf(&sb, "workload: %d h at %d events/s (profilegen DefaultConfig: %d pods, %d stacks), %s requests\n",
-		w.hours, w.cfg.SamplesPerSecond, w.cfg.Pods, w.cfg.Stacks, w.cfg.ReportInterval)
-	fmt.Fprintf(&sb, "loading: %d requests in flight on either path; queries: p50 of %d runs\n", w.senders, w.runs)
-	fmt.Fprintf(&sb, "data: %d events in %d OTLP samples (the exporter's rows), %d requests, %.1f MB marshaled, CPU time %s; generated in %s\n\n",
-		l.events, l.samples, l.requests, float64(l.payload)/1e6, time.Duration(l.cpuNanos), l.took.Round(time.Second))
+	fmt.Fprintf(&sb, "loading: %d requests in flight on either path, fresh databases per phase; queries (sparse): p50 of %d runs\n",
+		r.sparse.w.senders, r.sparse.w.runs)
+	r.sparse.table(&sb, func(row func(string, float64, float64)) {
+		o, e, w := r.sparse.ours, r.sparse.exporter, r.sparse.w
+		for _, q := range w.queries() {
+			for _, suffix := range []string{"-cold", ""} {
+				row("p50 ms "+q.name+suffix, o.p50(q.name+suffix), e.p50(q.name+suffix))
+			}
+		}
+		for _, q := range w.queries() {
+			if q.kind == query.TypeProfile {
+				row("root "+q.name+" (CPU s)", float64(o.roots[q.name])/1e9, float64(e.roots[q.name])/1e9)
+			}
+		}
+	})
+	r.dense.table(&sb, func(row func(string, float64, float64)) {
+		name := "flame-" + r.dense.w.allName()
+		row("root "+name+" (CPU s)", float64(r.dense.ours.roots[name])/1e9, float64(r.dense.exporter.roots[name])/1e9)
+	})
+	return sb.String()
+}
+
+// table writes a phase's workload, its side-by-side table (more adds the
+// phase's own rows) and its parts.
+func (p *peerPhase) table(sb *strings.Builder, more func(row func(string, float64, float64))) {
+	w, l, o, e := p.w, p.load, p.ours, p.exporter
+	fmt.Fprintf(sb, "\n%s: %s at %d events/s (profilegen DefaultConfig: %d pods, %d stacks), %s requests of %d pods\n",
+		w.name, w.spanName(), w.cfg.SamplesPerSecond, w.cfg.Pods, w.cfg.Stacks, w.cfg.ReportInterval, w.podsPerRequest)
+	fmt.Fprintf(sb, "data: %d events in %d OTLP samples (the exporter's rows), %d requests (largest %.2f MiB), %.1f MB marshaled, CPU time %s; generated in %s\n\n",
+		l.events, l.samples, l.requests, float64(l.maxBody)/(1<<20), float64(l.payload)/1e6, time.Duration(l.cpuNanos), l.took.Round(time.Second))
 	row := func(label string, a, b float64) {
-		fmt.Fprintf(&sb, "%-34s %14.*f %14.*f %10.2f\n", label, prec(a), a, prec(b), b, ratio(b, a))
+		fmt.Fprintf(sb, "%-34s %14.*f %14.*f %10.2f\n", label, prec(a), a, prec(b), b, ratio(b, a))
 	}
-	fmt.Fprintf(&sb, "%-34s %14s %14s %10s\n", "", "flamehouse", "exporter", "exp/fh")
+	fmt.Fprintf(sb, "%-34s %14s %14s %10s\n", w.name+" "+w.spanName(), "flamehouse", "exporter", "exp/fh")
 	row("sample rows stored", float64(o.rows), float64(e.rows))
 	row("bytes on disk (MB)", float64(o.diskBytes())/1e6, float64(e.diskBytes())/1e6)
 	row("bytes on disk per event", float64(o.diskBytes())/float64(l.events), float64(e.diskBytes())/float64(l.events))
 	row("ingest: load time (s)", o.loadTook.Seconds(), e.loadTook.Seconds())
 	row("ingest: events/s until acked", o.throughput(l), e.throughput(l))
 	row("OPTIMIZE ... FINAL (s)", o.optimizeTook.Seconds(), e.optimizeTook.Seconds())
-	for _, q := range w.queries() {
-		for _, suffix := range []string{"-cold", ""} {
-			row("p50 ms "+q.name+suffix, o.p50(q.name+suffix), e.p50(q.name+suffix))
-		}
-	}
-	for _, q := range w.queries() {
-		if q.kind == query.TypeProfile {
-			row("root "+q.name+" (CPU s)", float64(o.roots[q.name])/1e9, float64(e.roots[q.name])/1e9)
-		}
-	}
-	fmt.Fprintf(&sb, "\nparts after OPTIMIZE ... FINAL:\n")
-	for _, s := range []*peerSide{o, e} {
+	more(row)
+	fmt.Fprintf(sb, "\nparts after OPTIMIZE ... FINAL (%s %s):\n", w.name, w.spanName())
+	for _, s := range p.sides() {
 		for _, d := range s.disk {
-			fmt.Fprintf(&sb, "  %-10s %-34s %12d rows %10.2f MB on disk %10.2f MB uncompressed\n", s.name, d.table, d.rows, float64(d.bytes)/1e6, float64(d.plain)/1e6)
+			fmt.Fprintf(sb, "  %-10s %-34s %12d rows %10.2f MB on disk %10.2f MB uncompressed %8.2f B/event\n",
+				s.name, d.table, d.rows, float64(d.bytes)/1e6, float64(d.plain)/1e6, float64(d.bytes)/float64(l.events))
 		}
 	}
-	return sb.String()
 }
 
 // prec picks decimals for a value in the table.
