@@ -75,7 +75,7 @@ const (
 //     (p50 of FLAMEHOUSE_PEER_RUNS runs, default 3, with a fresh symbol
 //     cache per query and warm).
 //   - dense: DefaultConfig at its real rate (10k events/s) over
-//     FLAMEHOUSE_PEER_DENSE_SECONDS seconds (default 120), in 5 s reports
+//     FLAMEHOUSE_PEER_DENSE_SECONDS seconds (default 600), in 5 s reports
 //     as the workload's profilers send them: one per node of 10 pods. It
 //     compares bytes on disk per event and ingest throughput.
 //
@@ -166,7 +166,7 @@ func newPeerWorkload(b *testing.B) *peerWorkload {
 func newDenseWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 	b.Helper()
 	cfg := profilegen.DefaultConfig()
-	seconds := benchEnv(b, "FLAMEHOUSE_PEER_DENSE_SECONDS", 120)
+	seconds := benchEnv(b, "FLAMEHOUSE_PEER_DENSE_SECONDS", 600)
 	span := time.Duration(seconds) * time.Second
 	require.Zero(b, span%cfg.ReportInterval, "FLAMEHOUSE_PEER_DENSE_SECONDS must be a multiple of the report interval, %s", cfg.ReportInterval)
 	end := time.Now().UTC().Truncate(cfg.ReportInterval)
