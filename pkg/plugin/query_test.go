@@ -546,3 +546,44 @@ func TestQueriesCarryLimitsAndLogComment(t *testing.T) {
 	require.Equal(t, uint64(maxResultRows), rows)
 	require.Equal(t, "throw", overflow)
 }
+
+// TestTempoShapedQueries runs the two queries Grafana's trace view sends
+// to the datasource named by Tempo's tracesToProfiles, exactly as it
+// builds them (grafana-integration.md §2.2): the embedded span flame
+// graph's, over the span ±30 s with its extra keys, and the "Related
+// profiles" link's, over the span's own range. Both must give that span's
+// samples, in the frame named "response".
+func TestTempoShapedQueries(t *testing.T) {
+	f := newFixture(t, map[string]any{"spanWindowPadding": "30"})
+	at := time.Now().UTC().Truncate(time.Minute).Add(-15 * time.Minute)
+	req, batch := report(t, at)
+	f.send(t, req)
+	var span string
+	for _, s := range batch.Samples {
+		if s.Meta.SpanID != "" && cpuOnly(&s) {
+			span = s.Meta.SpanID
+			break
+		}
+	}
+	require.NotEmpty(t, span)
+	_, _, want := expectedTop(batch, func(s *model.Sample) bool { return cpuOnly(s) && s.Meta.SpanID == span })
+	spanStart, spanEnd := at.Add(time.Second), at.Add(1500*time.Millisecond)
+
+	embedded := map[string]any{
+		"labelSelector": `{service_name="checkout"}`, "groupBy": []string{}, "profileTypeId": cpuType, "queryType": "profile",
+		"spanSelector": []string{span}, "refId": "span-flamegraph-refId",
+		"datasource":       map[string]any{"type": "flamehouse-profiles-datasource", "uid": "flamehouse"},
+		"includeExemplars": false, "heatmapType": "individual", "includeHeatmap": false,
+	}
+	frames := requireOK(t, f.query(t, embedded, spanStart.Add(-30*time.Second), spanEnd.Add(30*time.Second)))
+	rows := flameRows(t, frames[0])
+	require.Greater(t, len(rows), 1, "the trace view draws the frame only when it has more than one row")
+	require.Equal(t, want, rows[0].value)
+
+	related := map[string]any{
+		"labelSelector": `{service_name="checkout"}`, "groupBy": []string{}, "profileTypeId": cpuType, "queryType": "profile",
+		"spanSelector": []string{span}, "refId": "profile",
+	}
+	require.Equal(t, want, flameRows(t, requireOK(t, f.query(t, related, spanStart, spanEnd))[0])[0].value,
+		"the span's exact range, widened by the padding")
+}
