@@ -202,11 +202,7 @@ func TestOTelSchemaSelectorsSpansAndSeries(t *testing.T) {
 	root := func(q map[string]any) int64 {
 		t.Helper()
 		q["profileTypeId"] = cpu
-		rows := flameRows(t, requireOK(t, f.query(t, q, from, to))[0])
-		if len(rows) == 0 {
-			return 0
-		}
-		return rows[0].value
+		return rootValue(t, requireOK(t, f.query(t, q, from, to))[0])
 	}
 	sum := func(keep func(exporterRow) bool) int64 {
 		_, _, s := expectedFromRows(rows, cpuNanos, keep)

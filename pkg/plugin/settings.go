@@ -217,13 +217,11 @@ func (s *Settings) validate() error {
 		err = errors.Join(err, fmt.Errorf("profiles schema %q is not one of %q (Flamehouse's tables) and %q (the Collector exporter's table)",
 			s.Profiles.Schema, query.SchemaFlamehouse, query.SchemaOTel))
 	}
-	if !schema.IsIdentifier(s.Profiles.OTelTable) {
-		err = errors.Join(err, fmt.Errorf("exporter table %q must be a plain identifier (letters, digits, underscore; not starting with a digit)",
-			s.Profiles.OTelTable))
-	}
-	for name, v := range map[string]string{"traces database": s.Profiles.TracesDatabase, "traces table": s.Profiles.TracesTable} {
-		if !schema.IsIdentifier(v) {
-			err = errors.Join(err, fmt.Errorf("%s %q must be a plain identifier (letters, digits, underscore; not starting with a digit)", name, v))
+	for _, id := range []struct{ name, value string }{
+		{"exporter table", s.Profiles.OTelTable}, {"traces database", s.Profiles.TracesDatabase}, {"traces table", s.Profiles.TracesTable},
+	} {
+		if !schema.IsIdentifier(id.value) {
+			err = errors.Join(err, fmt.Errorf("%s %q must be a plain identifier (letters, digits, underscore; not starting with a digit)", id.name, id.value))
 		}
 	}
 	sc := s.schemaConfig()

@@ -252,11 +252,18 @@ func flameRoot(t *testing.T, ds *Datasource, q map[string]any, from, to time.Tim
 // range, with ${__value.raw} replaced by value as Grafana interpolates it.
 func followLink(t *testing.T, ds *Datasource, link data.DataLink, value string, from, to time.Time) data.Frames {
 	t.Helper()
+	return runLink(t, ds, link, "${__value.raw}", value, from, to)
+}
+
+// runLink runs an internal link's query with one Grafana variable filled
+// in, as Grafana does when the link is followed.
+func runLink(t *testing.T, ds *Datasource, link data.DataLink, variable, value string, from, to time.Time) data.Frames {
+	t.Helper()
 	require.NotNil(t, link.Internal)
 	require.Equal(t, navUID, link.Internal.DatasourceUID, "the link opens this datasource")
 	raw, err := json.Marshal(link.Internal.Query)
 	require.NoError(t, err)
-	raw = []byte(strings.ReplaceAll(string(raw), "${__value.raw}", value))
+	raw = []byte(strings.ReplaceAll(string(raw), variable, value))
 	var q map[string]any
 	require.NoError(t, json.Unmarshal(raw, &q))
 	return requireOK(t, navQuery(t, ds, q, from, to))
@@ -266,12 +273,7 @@ func followLink(t *testing.T, ds *Datasource, link data.DataLink, value string, 
 // the point at a time: ${__value.time} is the point's Unix milliseconds.
 func followLinkAt(t *testing.T, ds *Datasource, link data.DataLink, at, from, to time.Time) data.Frames {
 	t.Helper()
-	raw, err := json.Marshal(link.Internal.Query)
-	require.NoError(t, err)
-	raw = []byte(strings.ReplaceAll(string(raw), "${__value.time}", strconv.FormatInt(at.UnixMilli(), 10)))
-	var q map[string]any
-	require.NoError(t, json.Unmarshal(raw, &q))
-	return requireOK(t, navQuery(t, ds, q, from, to))
+	return runLink(t, ds, link, "${__value.time}", strconv.FormatInt(at.UnixMilli(), 10), from, to)
 }
 
 // rootValue is a flame graph's total (0 when empty).

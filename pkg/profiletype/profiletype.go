@@ -16,6 +16,12 @@ func IsCPUCount(sampleType, sampleUnit, periodType, periodUnit string) bool {
 	return sampleType == "samples" && sampleUnit == "count" && periodType == "cpu" && periodUnit == "nanoseconds"
 }
 
+// IsCPUTime reports whether a profile sends CPU time itself: cpu
+// nanoseconds on a cpu/nanoseconds period (a pprof-style sender).
+func IsCPUTime(sampleType, sampleUnit, periodType, periodUnit string) bool {
+	return sampleType == "cpu" && sampleUnit == "nanoseconds" && periodType == "cpu" && periodUnit == "nanoseconds"
+}
+
 // ID names a profile and returns the factor that turns its values into the
 // named unit. With cpuAsTime, samples/count on a cpu/nanoseconds period
 // of a known length count CPU time (count × period) under CPUTime.

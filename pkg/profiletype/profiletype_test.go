@@ -36,3 +36,9 @@ func TestCPUCountsStayCountsUnlessAsked(t *testing.T) {
 	id, _ = ID("samples", "count", "cpu", "nanoseconds", 0, true)
 	require.Equal(t, "process_cpu:samples:count:cpu:nanoseconds", id, "no period: nothing to multiply by")
 }
+
+func TestIsCPUTime(t *testing.T) {
+	require.True(t, IsCPUTime("cpu", "nanoseconds", "cpu", "nanoseconds"))
+	require.False(t, IsCPUTime("samples", "count", "cpu", "nanoseconds"))
+	require.False(t, IsCPUTime("cpu", "nanoseconds", "", ""))
+}

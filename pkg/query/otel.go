@@ -74,7 +74,7 @@ func otelLabel(p *params, name string) string {
 // where renders a time range [from, to) in Unix seconds, a profile type
 // ("": any) and matchers, and returns the value expression of the type.
 func (l *otelLayout) where(p *params, from, to int64, typeID string, ms []selector.Matcher) (where, value string) {
-	timeCond := "Timestamp >= toDateTime64(" + p.i64(from) + ", 9) AND Timestamp < toDateTime64(" + p.i64(to) + ", 9)"
+	timeCond := nanoTimeRange(p, from, to)
 	conds := []string{timeCond}
 	value = otelValue
 	if typeID != "" {
@@ -227,7 +227,7 @@ func (l *otelLayout) profileTypes(ctx context.Context, s Scope) ([]string, error
 			return nil, err
 		}
 		kinds = append(kinds, k)
-		if k.st == "cpu" && k.su == "nanoseconds" && k.pt == "cpu" && k.pu == "nanoseconds" {
+		if profiletype.IsCPUTime(k.st, k.su, k.pt, k.pu) {
 			sendsCPUTime[k.service] = true
 		}
 	}

@@ -111,7 +111,7 @@ func (e *Engine) spanInfos(ctx context.Context, t *tracesTables, spans []spanVal
 	var p params
 	q := "SELECT TraceId, SpanId, any(SpanName), any(ServiceName), toInt64(max(Duration)) FROM " + t.spans +
 		" WHERE TraceId IN " + p.add("Array(String)", hexArray(traceIDs)) + " AND SpanId IN " + p.add("Array(String)", hexArray(spanIDs)) +
-		" AND Timestamp >= toDateTime64(" + p.i64(from.Add(-spanLookback).Unix()) + ", 9) AND Timestamp < toDateTime64(" + p.i64(ceilSecond(to)) + ", 9)" +
+		" AND " + nanoTimeRange(&p, from.Add(-spanLookback).Unix(), ceilSecond(to)) +
 		" GROUP BY TraceId, SpanId"
 	rows, err := e.Conn.Query(ctx, q, p.args...)
 	if err != nil {

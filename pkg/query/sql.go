@@ -314,6 +314,12 @@ func union(p *params, tables schema.Config, f *filter, segs []segment, columns s
 	return strings.Join(parts, " UNION ALL ")
 }
 
+// nanoTimeRange is the condition Timestamp in [from, to) (Unix seconds) on
+// the exporter's tables, whose Timestamp is a DateTime64(9).
+func nanoTimeRange(p *params, from, to int64) string {
+	return "Timestamp >= toDateTime64(" + p.i64(from) + ", 9) AND Timestamp < toDateTime64(" + p.i64(to) + ", 9)"
+}
+
 // servicesCond scopes a stacks or frames lookup to the filter's services.
 func servicesCond(p *params, f *filter) string {
 	if len(f.services) == 0 {

@@ -88,7 +88,7 @@ func (e *Engine) readSpans(ctx context.Context, t *tracesTables, traceID string,
 		"toUnixTimestamp64Nano(Timestamp), toInt64(Duration), arrayMap(x -> toUnixTimestamp64Nano(x), Events.Timestamp), " +
 		"arrayMap(x -> toString(x), Events.Name), Events.Attributes, Links.TraceId, Links.SpanId, Links.Attributes FROM " + t.spans +
 		" WHERE TraceId = " + p.str(traceID) +
-		" AND Timestamp >= toDateTime64(" + p.i64(from) + ", 9) AND Timestamp < toDateTime64(" + p.i64(to) + ", 9)" +
+		" AND " + nanoTimeRange(&p, from, to) +
 		" ORDER BY Timestamp, SpanId"
 	rows, err := e.Conn.Query(ctx, q, p.args...)
 	if err != nil {

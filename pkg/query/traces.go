@@ -73,7 +73,7 @@ type traceScope struct {
 // distributed.
 func (s *traceScope) cond(p *params) string {
 	return "SpanId GLOBAL IN (SELECT SpanId FROM " + s.table + " WHERE TraceId = " + p.str(s.traceID) +
-		" AND Timestamp >= toDateTime64(" + p.i64(s.from) + ", 9) AND Timestamp < toDateTime64(" + p.i64(s.to) + ", 9))"
+		" AND " + nanoTimeRange(p, s.from, s.to) + ")"
 }
 
 // traceWindow is the time range, in Unix seconds [from, to), in which
@@ -117,7 +117,7 @@ func (e *Engine) scopeTrace(ctx context.Context, t *tracesTables, r *Request) er
 	var p params
 	q := "SELECT count(), min(toUnixTimestamp64Nano(Timestamp)), max(toUnixTimestamp64Nano(Timestamp) + toInt64(Duration)) FROM " +
 		t.spans + " WHERE TraceId = " + p.str(r.TraceID) +
-		" AND Timestamp >= toDateTime64(" + p.i64(from) + ", 9) AND Timestamp < toDateTime64(" + p.i64(to) + ", 9)"
+		" AND " + nanoTimeRange(&p, from, to)
 	var n uint64
 	var start, end int64
 	if err := e.Conn.QueryRow(ctx, q, p.args...).Scan(&n, &start, &end); err != nil {
