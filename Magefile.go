@@ -4,14 +4,67 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/magefile/mage/mg"
 	"github.com/magefile/mage/sh"
 
 	// mage:import
 	build "github.com/grafana/grafana-plugin-sdk-go/build"
+
+	"github.com/flamehouse/flamehouse/internal/pluginzip"
 )
 
 // Default configures the default target.
 var Default = build.BuildAll
+
+// releaseDir is where Package writes the zip and its checksum.
+const releaseDir = "release"
+
+// Package builds the release zip that Grafana's tooling expects: the
+// frontend (npm run build) and the backend for Linux, macOS and Windows on
+// amd64 and arm64 into a fresh dist/, zipped under the plugin id as
+// release/flamehouse-profiles-datasource-<version>.zip with a .sha256 file
+// beside it. Install it with
+//
+//	grafana cli --pluginUrl release/<zip> plugins install flamehouse-profiles-datasource
+//
+// SOURCE_DATE_EPOCH (Unix seconds) stamps the zip's entries, so that the
+// same build gives the same zip; without it they carry the build time.
+func Package() error {
+	if err := os.RemoveAll("dist"); err != nil {
+		return err
+	}
+	if err := sh.RunV("npm", "run", "build"); err != nil {
+		return err
+	}
+	b := build.Build{}
+	var targets []any
+	for _, p := range pluginzip.Platforms {
+		targets = append(targets, mg.F(b.Custom, p.OS, p.Arch))
+	}
+	mg.Deps(targets...)
+	stamp := time.Now().UTC()
+	if epoch := os.Getenv("SOURCE_DATE_EPOCH"); epoch != "" {
+		secs, err := strconv.ParseInt(epoch, 10, 64)
+		if err != nil {
+			return fmt.Errorf("SOURCE_DATE_EPOCH: %w", err)
+		}
+		stamp = time.Unix(secs, 0).UTC()
+	}
+	zipPath, err := pluginzip.Write("dist", releaseDir, stamp)
+	if err != nil {
+		return err
+	}
+	if err := pluginzip.Check(zipPath); err != nil {
+		return err
+	}
+	fmt.Println("release:", zipPath, "and", zipPath+".sha256")
+	return nil
+}
 
 // Bench runs the peer benchmark: the same generated workload loaded into
 // Flamehouse's tables and, through a real Collector, into the contrib
