@@ -1,49 +1,66 @@
 import type { PluginOptions } from '@grafana/plugin-e2e';
 import { defineConfig, devices } from '@playwright/test';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /**
- * Browser tests (tests/*.spec.ts) against a running Grafana with the built
- * plugin and the provisioning of provisioning/ (see docs/grafana.md):
+ * Browser tests (tests/*.spec.ts) against a real Grafana with the plugin, the provisioning of provisioning/ and a
+ * Flamehouse with data behind it. `./scripts/e2e.sh` sets all of that up (Grafana from GRAFANA_HOME, GRAFANA_TARBALL
+ * or ../shared/grafana, the plugin installed from its release zip) and runs them; see docs/grafana.md. Against a
+ * Grafana you run yourself:
  *
  *   GRAFANA_URL=http://localhost:3000 npm run e2e
  *
- * They use Debian's Chromium (apt-get install chromium), never a browser
- * download: CHROMIUM_PATH, default /usr/bin/chromium. Without GRAFANA_URL
- * every spec skips with its reason and no browser is started, so the run
- * passes on a machine without Grafana or Chromium.
+ * They use Debian's Chromium (apt-get install chromium), never a browser download: CHROMIUM_PATH, default
+ * /usr/bin/chromium. Without GRAFANA_URL every spec skips with its reason and no browser is started.
  */
 
 const grafanaUrl = process.env.GRAFANA_URL;
 const pluginE2eAuth = `${dirname(require.resolve('@grafana/plugin-e2e'))}/auth`;
+const artifacts = process.env.FLAMEHOUSE_E2E_ARTIFACTS || join(__dirname, 'test-results', 'e2e');
 
 // Said once, by the runner (workers load this file too, with TEST_WORKER_INDEX set).
 if (!grafanaUrl && process.env.TEST_WORKER_INDEX === undefined) {
   console.log(
-    'GRAFANA_URL is not set: the browser tests are skipped (set it to a Grafana with the plugin to run them).'
+    `${process.env.FLAMEHOUSE_E2E_SKIP_REASON || 'GRAFANA_URL is not set'}: the browser tests are skipped.`
   );
 }
 
 const browser = {
   ...devices['Desktop Chrome'],
+  // Wide enough for Grafana's flame graph to show its top table beside the graph.
+  viewport: { width: 1600, height: 1000 },
   launchOptions: {
     executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
   },
 };
 
 export default defineConfig<PluginOptions>({
   testDir: './tests',
+  outputDir: join(artifacts, 'results'),
+  // Two cores: Grafana, ClickHouse and the browser share them.
+  workers: 2,
   fullyParallel: true,
   forbidOnly: !!process.env.CI,
-  retries: process.env.CI ? 2 : 0,
+  retries: process.env.CI ? 1 : 0,
   // Queries of a cold datasource read ClickHouse for the first time.
-  timeout: 60_000,
-  expect: { timeout: 15_000 },
+  timeout: 90_000,
+  expect: { timeout: 20_000 },
   reporter: 'list',
   use: {
     baseURL: grafanaUrl || 'http://localhost:3000',
-    trace: 'on-first-retry',
+    // The provisioning Grafana runs with: scripts/e2e.sh points it at its own ports.
+    provisioningRootDir: process.env.FLAMEHOUSE_E2E_PROVISIONING || join(__dirname, 'provisioning'),
+    screenshot: 'only-on-failure',
+    trace: 'retain-on-failure',
   },
   // With a Grafana: log in once (plugin-e2e's auth setup, admin/admin unless
   // GRAFANA_ADMIN_USER / GRAFANA_ADMIN_PASSWORD say otherwise), then run every

@@ -38,10 +38,20 @@ func ClickHouseExporter(srv *chtest.Server, database string) map[string]any {
 			endpoint.RawQuery = "secure=true"
 		}
 	}
-	cfg := map[string]any{
-		"endpoint":         endpoint.String(),
-		"username":         srv.Options.Auth.Username,
-		"password":         srv.Options.Auth.Password,
+	cfg := ClickHouseExporterAt(endpoint.String(), srv.Options.Auth.Username, srv.Options.Auth.Password, database)
+	if srv.Options.TLS != nil && srv.Options.TLS.InsecureSkipVerify {
+		cfg["tls"] = map[string]any{"insecure_skip_verify": true}
+	}
+	return cfg
+}
+
+// ClickHouseExporterAt is ClickHouseExporter for a server named by its
+// endpoint URL (http://host:port, tcp://host:port) and credentials.
+func ClickHouseExporterAt(endpoint, username, password, database string) map[string]any {
+	return map[string]any{
+		"endpoint":         endpoint,
+		"username":         username,
+		"password":         password,
 		"database":         database,
 		"create_schema":    true,
 		"compress":         "none",
@@ -50,8 +60,4 @@ func ClickHouseExporter(srv *chtest.Server, database string) map[string]any {
 		"sending_queue":    map[string]any{"enabled": false},
 		"retry_on_failure": map[string]any{"enabled": false},
 	}
-	if srv.Options.TLS != nil && srv.Options.TLS.InsecureSkipVerify {
-		cfg["tls"] = map[string]any{"insecure_skip_verify": true}
-	}
-	return cfg
 }

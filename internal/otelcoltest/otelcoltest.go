@@ -121,6 +121,12 @@ func BuildDir(tb testing.TB, dir string) string {
 	return r.bin
 }
 
+// BuildModule is Build outside a test: the path of the Collector binary of
+// test/<module>, built or found in the cache, and whether it was cached.
+func BuildModule(module string) (bin string, cached bool, err error) {
+	return build(ModuleDir(module))
+}
+
 // build compiles the module in dir into the cache directory, under a name
 // that carries the hash of its sources, unless that file is already there.
 func build(dir string) (bin string, cached bool, err error) {
@@ -329,34 +335,52 @@ func (c *Config) featureGates() []string {
 // ready in time. The Collector is stopped when the test ends.
 func Start(tb testing.TB, bin string, cfg Config) *Collector {
 	tb.Helper()
-	c := &Collector{GRPCEndpoint: freeAddr(tb), HTTPEndpoint: freeAddr(tb), logs: &lockedBuffer{}, exited: make(chan struct{})}
+	c, err := Launch(bin, cfg, tb.TempDir())
+	if err != nil {
+		tb.Fatalf("otelcoltest: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			tb.Errorf("otelcoltest: %v", err)
+		}
+	})
+	return c
+}
+
+// Launch is Start outside a test: it writes the configuration into dir,
+// starts the Collector and waits until it is ready. The caller stops it.
+func Launch(bin string, cfg Config, dir string) (*Collector, error) {
+	grpcAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	httpAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	c := &Collector{GRPCEndpoint: grpcAddr, HTTPEndpoint: httpAddr, logs: &lockedBuffer{}, exited: make(chan struct{})}
 	config, err := cfg.Render(c.GRPCEndpoint, c.HTTPEndpoint)
 	if err != nil {
-		tb.Fatalf("otelcoltest: render the configuration: %v", err)
+		return nil, fmt.Errorf("render the configuration: %w", err)
 	}
-	c.ConfigFile = filepath.Join(tb.TempDir(), "otelcol.yaml")
+	c.ConfigFile = filepath.Join(dir, "otelcol.yaml")
 	if err := os.WriteFile(c.ConfigFile, config, 0o600); err != nil {
-		tb.Fatalf("otelcoltest: %v", err)
+		return nil, err
 	}
 	args := []string{"--config", c.ConfigFile}
 	if gates := cfg.featureGates(); len(gates) > 0 {
 		args = append(args, "--feature-gates="+strings.Join(gates, ","))
 	}
 	// The Collector's lifetime is Stop's business, not a context's.
-	c.cmd = exec.CommandContext(context.Background(), bin, args...) //nolint:gosec // G204: the test's own Collector binary
+	c.cmd = exec.CommandContext(context.Background(), bin, args...) //nolint:gosec // G204: the caller's own Collector binary
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
 	if err := c.cmd.Start(); err != nil {
-		tb.Fatalf("otelcoltest: start %s: %v", bin, err)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	go func() {
 		c.waitErr = c.cmd.Wait()
 		close(c.exited)
 	}()
-	tb.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			tb.Errorf("otelcoltest: %v", err)
-		}
-	})
 
 	timeout := cfg.ReadyTimeout
 	if timeout <= 0 {
@@ -366,14 +390,15 @@ func Start(tb testing.TB, bin string, cfg Config) *Collector {
 	for !listening(c.GRPCEndpoint) || !listening(c.HTTPEndpoint) {
 		select {
 		case <-c.exited:
-			tb.Fatalf("otelcoltest: the Collector exited before it was ready (%s); configuration:\n%s\nlog:\n%s", exitStatus(c.waitErr), config, c.logs)
+			return nil, fmt.Errorf("the Collector exited before it was ready (%s); configuration:\n%s\nlog:\n%s", exitStatus(c.waitErr), config, c.logs)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("otelcoltest: the Collector is not listening on %s and %s after %s; log:\n%s", c.GRPCEndpoint, c.HTTPEndpoint, timeout, c.logs)
+			_ = c.Stop()
+			return nil, fmt.Errorf("the Collector is not listening on %s and %s after %s; log:\n%s", c.GRPCEndpoint, c.HTTPEndpoint, timeout, c.logs)
 		}
 	}
-	return c
+	return c, nil
 }
 
 // Logs returns what the Collector has written to stdout and stderr so far.
@@ -415,15 +440,14 @@ func exitStatus(err error) string {
 	return err.Error()
 }
 
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
+func freeAddr() (string, error) {
 	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatalf("otelcoltest: %v", err)
+		return "", fmt.Errorf("find a free port: %w", err)
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	return addr
+	return addr, nil
 }
 
 func listening(addr string) bool {

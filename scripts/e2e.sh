@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# Runs the browser specs (tests/*.spec.ts, @grafana/plugin-e2e + Playwright)
+# headless in Debian's Chromium against a real Grafana that has the plugin
+# installed from its release zip, the project's provisioning and examples,
+# and the README's main job (`flamehouse run`: embedded ClickHouse, ingest,
+# self-profiling and self-tracing demo data) behind it.
+#
+# Where the Grafana comes from, first match wins:
+#   GRAFANA_URL       a running Grafana, set up by you (docs/grafana.md,
+#                     "End-to-end tests"): the specs run against it as it is;
+#   GRAFANA_HOME      an unpacked Grafana (with bin/grafana), or
+#   GRAFANA_TARBALL   a Grafana linux tarball (.tar.gz or .tar.xz);
+#   ../shared/grafana/grafana-*-linux-amd64.tar.xz next to the checkout.
+# With none of these the specs are skipped, each saying why. With
+# FLAMEHOUSE_E2E_REQUIRE=1 (CI sets it) a skipped spec fails the run.
+#
+# Other settings: FLAMEHOUSE_PLUGIN_ZIP (a built release zip; default: build
+# one with `go tool mage package`), CHROMIUM_PATH (default /usr/bin/chromium),
+# FLAMEHOUSE_E2E_ARTIFACTS (screenshots, logs and traces; default
+# test-results/e2e). Ports are picked free; everything started is stopped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+artifacts=${FLAMEHOUSE_E2E_ARTIFACTS:-$root/test-results/e2e}
+mkdir -p "$artifacts"
+export FLAMEHOUSE_E2E_ARTIFACTS=$artifacts
+
+log() { printf 'e2e: %s\n' "$*"; }
+die() { printf 'e2e: %s\n' "$*" >&2; exit 1; }
+free_port() {
+  node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+# wait_for DESCRIPTION SECONDS COMMAND...: polls COMMAND once a second.
+wait_for() {
+  local what=$1 limit=$2 start=$SECONDS
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS - start < limit)) || return 1
+    sleep 1
+  done
+  log "$what after $((SECONDS - start)) s"
+}
+
+# Runs the specs with what the environment gives and prints the counts.
+run_specs() {
+  local json=$artifacts/results.json status=0
+  PLAYWRIGHT_JSON_OUTPUT_NAME=$json npx playwright test --reporter=list,json "$@" || status=$?
+  node scripts/e2e-summary.mjs "$json" || status=1
+  return $status
+}
+
+# A Grafana that is already running: only the specs.
+if [ -n "${GRAFANA_URL:-}" ]; then
+  log "running the specs against GRAFANA_URL=$GRAFANA_URL as it is set up"
+  run_specs "$@"
+  exit
+fi
+
+grafana_home=${GRAFANA_HOME:-}
+tarball=${GRAFANA_TARBALL:-}
+if [ -z "$grafana_home" ] && [ -z "$tarball" ]; then
+  tarball=$(ls "$root"/../shared/grafana/grafana-*-linux-amd64.tar.* 2>/dev/null | head -n 1 || true)
+fi
+chromium=${CHROMIUM_PATH:-/usr/bin/chromium}
+reason=
+if [ -z "$grafana_home" ] && [ -z "$tarball" ]; then
+  reason="no Grafana: set GRAFANA_URL, GRAFANA_HOME or GRAFANA_TARBALL (docs/grafana.md)"
+elif [ ! -x "$chromium" ]; then
+  reason="no Chromium at $chromium: apt-get install chromium, or set CHROMIUM_PATH"
+fi
+if [ -n "$reason" ]; then
+  log "$reason"
+  export FLAMEHOUSE_E2E_SKIP_REASON=$reason
+  run_specs "$@"
+  exit
+fi
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  local status=$?
+  for pid in "${pids[@]}"; do
+    kill -INT "$pid" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  cp "$work"/*.log "$artifacts"/ 2>/dev/null || true
+  rm -rf "$work"
+  exit $status
+}
+trap cleanup EXIT
+
+# The Grafana: unpacked once into a cache directory, reused by later runs.
+if [ -z "$grafana_home" ]; then
+  cache=${XDG_CACHE_HOME:-$HOME/.cache}/flamehouse/grafana
+  name=$(basename "$tarball")
+  name=${name%.tar.*}
+  grafana_home=$cache/$name
+  if [ ! -x "$grafana_home/bin/grafana" ]; then
+    log "unpacking $tarball"
+    mkdir -p "$cache"
+    tmp=$(mktemp -d "$cache/.unpack-XXXXXX")
+    tar -xf "$tarball" -C "$tmp"
+    inner=$(find "$tmp" -mindepth 2 -maxdepth 3 -path '*/bin/grafana' -type f | head -n 1)
+    [ -n "$inner" ] || die "$tarball holds no bin/grafana"
+    rm -rf "$grafana_home"
+    mv "$(dirname "$(dirname "$inner")")" "$grafana_home"
+    rm -rf "$tmp"
+  fi
+fi
+[ -x "$grafana_home/bin/grafana" ] || die "$grafana_home/bin/grafana is missing"
+
+# The plugin, as a user installs it: the release zip.
+zip=${FLAMEHOUSE_PLUGIN_ZIP:-}
+if [ -z "$zip" ]; then
+  log "building the release zip (go tool mage package)"
+  go tool mage package
+  zip=$(ls -t release/flamehouse-profiles-datasource-*.zip | head -n 1)
+fi
+[ -f "$zip" ] || die "no plugin zip at $zip"
+
+# The README's main job on free ports and a fresh data directory.
+ch_port=$(free_port)
+grpc_port=$(free_port)
+http_port=$(free_port)
+go build -o "$work/flamehouse" ./cmd/flamehouse
+"$work/flamehouse" run -embedded.data-dir "$work/clickhouse" -embedded.listen-address "127.0.0.1:$ch_port" \
+  -ingest.grpc-listen-address "127.0.0.1:$grpc_port" -ingest.http-listen-address "127.0.0.1:$http_port" \
+  >"$work/flamehouse.log" 2>&1 &
+pids+=($!)
+ch="http://127.0.0.1:$ch_port"
+started=$SECONDS
+sql() { node scripts/e2e-sql.mjs "$ch" "$1"; }
+wait_for "flamehouse run is up" 120 grep -q "Stop with Ctrl-C" "$work/flamehouse.log" ||
+  { cat "$work/flamehouse.log"; die "flamehouse run did not start"; }
+
+# Data for the exporter-table datasource: the same profiles through a real
+# OpenTelemetry Collector with the contrib ClickHouse exporter (otel_profiles)
+# and through Flamehouse's ingest.
+log "loading the exporter-table fixture through a real Collector"
+go run ./internal/e2edata -clickhouse "$ch" -database otel -ingest "http://127.0.0.1:$http_port" \
+  >"$artifacts/exporter-fixture.json" 2>"$work/e2edata.log" ||
+  { cat "$work/e2edata.log"; die "loading the exporter-table fixture failed"; }
+export FLAMEHOUSE_E2E_EXPORTER_FIXTURE=$artifacts/exporter-fixture.json
+
+# The demo data the specs look at: CPU and heap profiles of service
+# flamehouse, and spans of its own traces with CPU samples.
+linked="SELECT count() > 0 FROM otel.otel_profile_samples WHERE ServiceName = 'flamehouse' AND SpanId != ''
+  AND SpanId IN (SELECT SpanId FROM otel.otel_traces WHERE ServiceName = 'flamehouse')"
+heap="SELECT count() > 0 FROM otel.otel_profile_samples WHERE ServiceName = 'flamehouse' AND ProfileType LIKE 'memory:inuse_space%'"
+has() { [ "$(sql "$1")" = 1 ]; }
+wait_for "CPU samples linked to spans in otel_traces" 180 has "$linked" ||
+  { cat "$work/flamehouse.log"; die "no span-linked CPU samples within 180 s"; }
+wait_for "heap profiles" 60 has "$heap" || die "no heap profile"
+log "demo data complete $((SECONDS - started)) s after start"
+
+# Grafana with the plugin installed from the zip, and the provisioning of
+# provisioning/ plus the examples, pointed at this ClickHouse.
+gf=$work/grafana
+mkdir -p "$gf/plugins" "$gf/provisioning"
+"$grafana_home/bin/grafana" cli --homepath "$grafana_home" --pluginsDir "$gf/plugins" --pluginUrl "$zip" \
+  plugins install flamehouse-profiles-datasource >"$work/grafana-cli.log" 2>&1 ||
+  { cat "$work/grafana-cli.log"; die "grafana cli could not install $zip"; }
+log "installed $(basename "$zip") with grafana cli"
+node scripts/e2e-provisioning.mjs provisioning "$gf/provisioning" "$ch_port"
+export FLAMEHOUSE_E2E_PROVISIONING=$gf/provisioning
+export FLAMEHOUSE_E2E_EXAMPLES=1
+gf_port=$(free_port)
+cat >"$gf/custom.ini" <<INI
+app_mode = production
+[paths]
+data = $gf/data
+logs = $gf/logs
+plugins = $gf/plugins
+provisioning = $gf/provisioning
+[server]
+http_addr = 127.0.0.1
+http_port = $gf_port
+[analytics]
+reporting_enabled = false
+check_for_updates = false
+check_for_plugin_updates = false
+[plugins]
+allow_loading_unsigned_plugins = flamehouse-profiles-datasource
+preinstall_disabled = true
+public_key_retrieval_disabled = true
+[news]
+news_feed_enabled = false
+[log]
+mode = console
+INI
+"$grafana_home/bin/grafana" server --homepath "$grafana_home" --config "$gf/custom.ini" >"$work/grafana.log" 2>&1 &
+pids+=($!)
+export GRAFANA_URL=http://127.0.0.1:$gf_port
+wait_for "Grafana answers" 120 node -e 'fetch(process.argv[1]).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' "$GRAFANA_URL/api/health" ||
+  { cat "$work/grafana.log"; die "Grafana did not start"; }
+export FLAMEHOUSE_E2E_GRAFANA_LOG=$work/grafana.log
+
+log "running the specs against $GRAFANA_URL ($("$grafana_home/bin/grafana" --version 2>/dev/null | head -n 1))"
+specs_started=$SECONDS
+status=0
+run_specs "$@" || status=$?
+log "specs took $((SECONDS - specs_started)) s; the whole browser run $((SECONDS - started)) s"
+exit $status
