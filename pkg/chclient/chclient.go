@@ -10,12 +10,14 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/flamehouse/flamehouse/pkg/secret"
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
 // Protocols a connection may use.
@@ -120,6 +122,12 @@ func (c *Config) Options() (*clickhouse.Options, error) {
 		opts.Protocol = clickhouse.HTTP
 		opts.HttpUrlPath = c.HTTPPath
 		opts.HttpHeaders = c.HTTPHeaders
+		// Connections outlive the goroutine that opens them: their read and
+		// write loops must not inherit its pprof labels (see selftrace).
+		opts.TransportFunc = func(t *http.Transport) (http.RoundTripper, error) {
+			t.DialContext = selftrace.DialWithoutLabels(t.DialContext)
+			return t, nil
+		}
 	}
 	if len(c.Settings) > 0 {
 		opts.Settings = clickhouse.Settings(c.Settings)

@@ -11,13 +11,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
 // NativeInserter sends inserts whose data is already encoded in
 // ClickHouse's Native format, over ClickHouse's HTTP interface. The ingest
 // writer encodes its hottest insert itself (see package writer); this is
 // the transport for it. It works against the embedded engine and any
-// ClickHouse server's HTTP port.
+// ClickHouse server's HTTP port. An insert made under a span carries its
+// W3C traceparent, so the engine's span continues the writer's trace.
 type NativeInserter struct {
 	endpoint string
 	user     string
@@ -41,6 +44,9 @@ func NewNativeInserter(c Config) (*NativeInserter, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = c.MaxOpenConns
 	transport.MaxConnsPerHost = c.MaxOpenConns
+	// Connections outlive the span that opened them: their goroutines must
+	// not carry its pprof labels.
+	transport.DialContext = selftrace.DialWithoutLabels(transport.DialContext)
 	scheme := "http"
 	if c.Secure {
 		tlsCfg, err := c.tlsConfig()
@@ -95,6 +101,7 @@ func (n *NativeInserter) Insert(ctx context.Context, insert string, settings map
 	}
 	req.SetBasicAuth(n.user, n.password)
 	req.Header.Set("Content-Type", "application/octet-stream")
+	selftrace.InjectHTTP(ctx, req.Header)
 	resp, err := n.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("send insert: %w", err)

@@ -16,9 +16,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ClickHouse/ch-go/compress"
+
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
 // Server serves an Engine over ClickHouse's HTTP interface.
@@ -30,6 +33,8 @@ type Server struct {
 	http   *http.Server
 	// inflight counts requests being handled, for graceful shutdown.
 	inflight sync.WaitGroup
+	// tracer traces requests with a traceparent (nil: none; see tracing.go).
+	tracer atomic.Pointer[tracerRef]
 }
 
 // NewServer returns an HTTP server for engine that follows the listen,
@@ -117,9 +122,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	verb, err := s.handle(w, r)
+	r, span, traced := s.startSpan(r)
+	var verb string
+	var err error
+	selftrace.Do(r.Context(), func(context.Context) { verb, err = s.handle(w, r) })
 	if err != nil {
 		writeError(w, err, r.URL.Query().Get("compress") == "1")
+	}
+	if traced {
+		selftrace.Finish(span, err)
 	}
 	s.log.Debug("request", "verb", verb, "duration", time.Since(start), "error", err)
 }
@@ -152,6 +163,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) (verb string, er
 	if err != nil {
 		return "", err
 	}
+	describeSpan(r.Context(), req.database, cmd)
 	if cmd.stmt.OutputFormat != "" {
 		req.format = cmd.stmt.OutputFormat
 	}

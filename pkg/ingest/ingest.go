@@ -22,6 +22,7 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/ingest/receiver"
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 	"github.com/flamehouse/flamehouse/pkg/schema"
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
 // Config configures the ingest service.
@@ -71,14 +72,17 @@ type Ingester struct {
 
 // New binds the listeners and starts the writer; start the returned
 // service to serve requests. native, when not nil, carries the sample
-// inserts (see writer.New).
-func New(cfg Config, tables schema.Config, conn clickhouse.Conn, native writer.NativeInserter, log *slog.Logger, reg *prometheus.Registry) (*Ingester, error) {
-	w, err := writer.New(cfg.Writer, tables, conn, native, log, reg)
+// inserts (see writer.New). selftrace.WithTracerProvider traces export
+// requests and the writes that carry them.
+func New(cfg Config, tables schema.Config, conn clickhouse.Conn, native writer.NativeInserter, log *slog.Logger, reg *prometheus.Registry,
+	opts ...selftrace.Option,
+) (*Ingester, error) {
+	w, err := writer.New(cfg.Writer, tables, conn, native, log, reg, opts...)
 	if err != nil {
 		return nil, err
 	}
 	ready := func(ctx context.Context) error { return conn.Ping(ctx) }
-	r, err := receiver.New(cfg.Receiver, w, ready, log, reg)
+	r, err := receiver.New(cfg.Receiver, w, ready, log, reg, opts...)
 	if err != nil {
 		_ = w.Close(context.Background())
 		return nil, err

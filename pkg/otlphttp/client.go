@@ -1,5 +1,6 @@
 // Package otlphttp sends OTLP profiles export requests over OTLP/HTTP
-// (protobuf, gzip) and reads the answer, partial success included.
+// (protobuf, gzip) and reads the answer, partial success included. A
+// request made under a span carries its W3C traceparent.
 package otlphttp
 
 import (
@@ -8,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -15,6 +17,8 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
 // Client posts export requests to one endpoint.
@@ -33,7 +37,9 @@ func New(baseURL, authorization string) *Client {
 	if !strings.HasSuffix(endpoint, "/v1development/profiles") {
 		endpoint += "/v1development/profiles"
 	}
-	return &Client{Endpoint: endpoint, Authorization: authorization, HTTP: &http.Client{Timeout: 60 * time.Second}}
+	transport := http.DefaultTransport.(*http.Transport).Clone() //nolint:forcetypeassert // net/http's default is an *http.Transport
+	transport.DialContext = selftrace.DialWithoutLabels((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+	return &Client{Endpoint: endpoint, Authorization: authorization, HTTP: &http.Client{Timeout: 60 * time.Second, Transport: transport}}
 }
 
 // StatusError is a non-200 answer.
@@ -68,6 +74,7 @@ func (c *Client) Export(ctx context.Context, req *collectorpb.ExportProfilesServ
 	if c.Authorization != "" {
 		hreq.Header.Set("Authorization", c.Authorization)
 	}
+	selftrace.InjectHTTP(ctx, hreq.Header)
 	resp, err := c.HTTP.Do(hreq)
 	if err != nil {
 		return nil, fmt.Errorf("post to %s: %w", c.Endpoint, err)

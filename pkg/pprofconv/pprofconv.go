@@ -5,10 +5,15 @@
 // Each pprof sample type becomes one OTLP profile (OTLP profiles carry a
 // single sample type); locations, lines (inlined calls included),
 // functions and mappings keep their fields; string labels become sample
-// attributes and numeric labels attributes with their unit.
+// attributes and numeric labels attributes with their unit. A sample whose
+// labels hold a valid trace_id (32 hex digits) and span_id (16 hex digits),
+// as selftrace.Do sets them, is linked to that span instead (an OTLP link,
+// which the ingest stores as the sample's TraceId and SpanId); ids that are
+// not valid stay attributes.
 package pprofconv
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -18,6 +23,7 @@ import (
 	pb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
 // Options describe where the profile comes from.
@@ -63,9 +69,11 @@ func Convert(p *profile.Profile, opts Options) (*collectorpb.ExportProfilesServi
 			if ti >= len(s.Value) || s.Value[ti] == 0 {
 				continue
 			}
+			attrs, link := c.labels(s)
 			out.Samples = append(out.Samples, &pb.Sample{
 				StackIndex:       c.stack(s.Location),
-				AttributeIndices: c.labels(s),
+				AttributeIndices: attrs,
+				LinkIndex:        link,
 				Values:           []int64{s.Value[ti]},
 			})
 		}
@@ -132,13 +140,15 @@ func (c *converter) function(f *profile.Function) int32 {
 }
 
 // labels turns pprof labels into sample attributes (the first value of
-// each key; attribute keys are unique per sample in OTLP).
-func (c *converter) labels(s *profile.Sample) []int32 {
-	var out []int32
+// each key; attribute keys are unique per sample in OTLP) and, when the
+// labels name a span, a link to it.
+func (c *converter) labels(s *profile.Sample) (attrs []int32, link int32) {
+	link = c.link(s.Label)
 	for k, vs := range s.Label {
-		if len(vs) > 0 {
-			out = append(out, c.b.Attr(k, vs[0]))
+		if len(vs) == 0 || (link != 0 && (k == selftrace.TraceIDLabel || k == selftrace.SpanIDLabel)) {
+			continue
 		}
+		attrs = append(attrs, c.b.Attr(k, vs[0]))
 	}
 	for k, vs := range s.NumLabel {
 		if _, dup := s.Label[k]; dup || len(vs) == 0 {
@@ -148,7 +158,36 @@ func (c *converter) labels(s *profile.Sample) []int32 {
 		if units := s.NumUnit[k]; len(units) > 0 && units[0] != "" {
 			v += " " + units[0]
 		}
-		out = append(out, c.b.Attr(k, v))
+		attrs = append(attrs, c.b.Attr(k, v))
 	}
-	return out
+	return attrs, link
+}
+
+// link interns the link named by the trace_id and span_id labels, or
+// returns 0 when either is missing or not a valid id.
+func (c *converter) link(labels map[string][]string) int32 {
+	var traceID [16]byte
+	var spanID [8]byte
+	if !decodeID(traceID[:], labels[selftrace.TraceIDLabel]) || !decodeID(spanID[:], labels[selftrace.SpanIDLabel]) {
+		return 0
+	}
+	return c.b.Link(traceID, spanID)
+}
+
+// decodeID decodes the first label value, hex digits of exactly len(dst)
+// bytes, into dst; it reports false for anything else and for an all-zero
+// id, which OpenTelemetry reserves for "no id".
+func decodeID(dst []byte, values []string) bool {
+	if len(values) == 0 || len(values[0]) != 2*len(dst) {
+		return false
+	}
+	if _, err := hex.Decode(dst, []byte(values[0])); err != nil {
+		return false
+	}
+	for _, b := range dst {
+		if b != 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package pprofconv
 import (
 	"bytes"
 	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,4 +51,67 @@ func TestConvertHeapProfileKeepsEveryValue(t *testing.T) {
 func TestConvertRejectsEmptyProfiles(t *testing.T) {
 	_, err := Convert(&profile.Profile{}, Options{})
 	require.ErrorIs(t, err, errNoSamples)
+}
+
+// TestConvertLinksSamplesToTheirSpan: pprof labels trace_id and span_id
+// become the sample's link (stored as TraceId/SpanId) when both are valid,
+// and stay attributes otherwise.
+func TestConvertLinksSamplesToTheirSpan(t *testing.T) {
+	const (
+		traceID = "0af7651916cd43dd8448eb211c80319c"
+		spanID  = "b7ad6b7169203331"
+	)
+	for _, tc := range []struct {
+		name         string
+		labels       map[string][]string
+		trace, span  string
+		wantAttrKeys []string
+	}{
+		{"valid ids link", map[string][]string{"trace_id": {traceID}, "span_id": {spanID}}, traceID, spanID, nil},
+		{"other labels stay", map[string][]string{"trace_id": {traceID}, "span_id": {spanID}, "handler": {"ingest"}}, traceID, spanID, []string{"handler"}},
+		{
+			"upper-case hex links, stored lower-case",
+			map[string][]string{"trace_id": {strings.ToUpper(traceID)}, "span_id": {strings.ToUpper(spanID)}},
+			traceID, spanID, nil,
+		},
+		{"first value wins", map[string][]string{"trace_id": {traceID, "x"}, "span_id": {spanID}}, traceID, spanID, nil},
+		{"no span id", map[string][]string{"trace_id": {traceID}}, "", "", []string{"trace_id"}},
+		{"no trace id", map[string][]string{"span_id": {spanID}}, "", "", []string{"span_id"}},
+		{"short trace id", map[string][]string{"trace_id": {traceID[:31]}, "span_id": {spanID}}, "", "", []string{"span_id", "trace_id"}},
+		{"long span id", map[string][]string{"trace_id": {traceID}, "span_id": {spanID + "00"}}, "", "", []string{"span_id", "trace_id"}},
+		{"not hex", map[string][]string{"trace_id": {"0af7651916cd43dd8448eb211c80319z"}, "span_id": {spanID}}, "", "", []string{"span_id", "trace_id"}},
+		{"zero trace id", map[string][]string{"trace_id": {strings.Repeat("0", 32)}, "span_id": {spanID}}, "", "", []string{"span_id", "trace_id"}},
+		{"zero span id", map[string][]string{"trace_id": {traceID}, "span_id": {strings.Repeat("0", 16)}}, "", "", []string{"span_id", "trace_id"}},
+		{"no labels", nil, "", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fn := &profile.Function{ID: 1, Name: "main.work"}
+			loc := &profile.Location{ID: 1, Address: 0x1000, Line: []profile.Line{{Function: fn, Line: 3}}}
+			now := time.Now()
+			p := &profile.Profile{
+				SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}},
+				PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, Period: 10_000_000,
+				TimeNanos: now.UnixNano(), DurationNanos: int64(time.Second),
+				Sample:   []*profile.Sample{{Location: []*profile.Location{loc}, Value: []int64{10_000_000}, Label: tc.labels}},
+				Location: []*profile.Location{loc}, Function: []*profile.Function{fn},
+			}
+			req, err := Convert(p, Options{ResourceAttributes: []string{"service.name", "demo"}})
+			require.NoError(t, err)
+			opts := convert.DefaultOptions("")
+			opts.Now = func() time.Time { return now.Add(time.Second) }
+			res, err := convert.Convert(req, opts)
+			require.NoError(t, err)
+			require.Empty(t, res.Rejected)
+			require.Len(t, res.Batch.Samples, 1)
+			s := res.Batch.Samples[0]
+			require.Equal(t, tc.trace, s.Meta.TraceID)
+			require.Equal(t, tc.span, s.Meta.SpanID)
+			var keys []string
+			for _, kv := range s.Attributes {
+				keys = append(keys, kv.Key)
+				require.Equal(t, tc.labels[kv.Key][0], kv.Value, "attribute %s keeps its label's value", kv.Key)
+			}
+			require.Equal(t, tc.wantAttrKeys, keys)
+		})
+	}
 }

@@ -87,6 +87,7 @@ func (r *Receiver) export(ctx context.Context, tenant string, payload []byte) (*
 		return nil, badRequest("invalid", "%v", err)
 	}
 	r.metrics.received.WithLabelValues(tenant).Add(float64(res.Profiles))
+	annotate(ctx, tenant, res.Profiles, len(res.Rejected), res.Batch.Events)
 	for reason, n := range res.ReasonCounts() {
 		r.metrics.rejected.WithLabelValues(tenant, string(reason)).Add(float64(n))
 	}

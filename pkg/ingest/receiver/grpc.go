@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -13,6 +14,8 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
 // grpcService implements OTLP ProfilesService/Export on the raw request
@@ -74,12 +77,29 @@ func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 
 func (rawCodec) Name() string { return "proto" }
 
-// Export handles one OTLP/gRPC export.
+// Export handles one OTLP/gRPC export, under a server span that continues
+// the sender's trace.
 func (s *grpcService) Export(ctx context.Context, req *rawRequest) (*collectorpb.ExportProfilesServiceResponse, error) {
 	r := s.r
 	md, _ := metadata.FromIncomingContext(ctx)
-	if eerr := checkVersion(md.Get(versionMetadata)); eerr != nil {
+	ctx, span := r.startSpan(selftrace.ExtractGRPC(ctx, md), grpcSpanName, attribute.String("rpc.system", "grpc"),
+		attribute.String("rpc.service", collectorpb.ProfilesService_ServiceDesc.ServiceName), attribute.String("rpc.method", "Export"))
+	var resp *collectorpb.ExportProfilesServiceResponse
+	var eerr *exportError
+	selftrace.Do(ctx, func(ctx context.Context) { resp, eerr = s.export(ctx, md, req) })
+	endSpan(span, eerr)
+	if eerr != nil {
 		return nil, r.grpcError(eerr)
+	}
+	r.metrics.requests.WithLabelValues("grpc", "ok").Inc()
+	return resp, nil
+}
+
+// export checks and exports one request.
+func (s *grpcService) export(ctx context.Context, md metadata.MD, req *rawRequest) (*collectorpb.ExportProfilesServiceResponse, *exportError) {
+	r := s.r
+	if eerr := checkVersion(md.Get(versionMetadata)); eerr != nil {
+		return nil, eerr
 	}
 	var authorization string
 	if v := md.Get("authorization"); len(v) > 0 {
@@ -87,24 +107,19 @@ func (s *grpcService) Export(ctx context.Context, req *rawRequest) (*collectorpb
 	}
 	tenant, err := r.cfg.authenticate(authorization)
 	if err != nil {
-		return nil, r.grpcError(&exportError{grpc: codes.Unauthenticated, reason: "unauthenticated", msg: err.Error()})
+		return nil, &exportError{grpc: codes.Unauthenticated, reason: "unauthenticated", msg: err.Error()}
 	}
 	size := len(req.payload)
 	r.metrics.requestBytes.Observe(float64(size))
 	if limit := r.cfg.requestLimit(tenant); size > limit {
-		return nil, r.grpcError(&exportError{
+		return nil, &exportError{
 			grpc: codes.ResourceExhausted, reason: "too_large",
 			msg: "the request is larger than the tenant's limit; send smaller batches",
-		})
+		}
 	}
 	ctx, cancel := contextWithTimeout(ctx, r.cfg.RequestTimeout)
 	defer cancel()
-	resp, eerr := r.export(ctx, tenant, req.payload)
-	if eerr != nil {
-		return nil, r.grpcError(eerr)
-	}
-	r.metrics.requests.WithLabelValues("grpc", "ok").Inc()
-	return resp, nil
+	return r.export(ctx, tenant, req.payload)
 }
 
 // grpcError states an export error as a gRPC status; retryable ones carry

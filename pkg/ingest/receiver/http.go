@@ -3,6 +3,7 @@ package receiver
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,10 +11,13 @@ import (
 	"net/http"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
 // ProfilesPath is the OTLP/HTTP path for profiles.
@@ -24,31 +28,50 @@ const (
 	contentJSON     = "application/json"
 )
 
-// handleHTTP serves POST /v1development/profiles.
+// handleHTTP serves POST /v1development/profiles, under a server span
+// that continues the sender's trace.
 func (r *Receiver) handleHTTP(w http.ResponseWriter, req *http.Request) {
+	ctx, span := r.startSpan(selftrace.ExtractHTTP(req.Context(), req.Header), httpSpanName,
+		attribute.String("http.request.method", req.Method), attribute.String("http.route", ProfilesPath))
+	var eerr *exportError
+	selftrace.Do(ctx, func(ctx context.Context) { eerr = r.serveHTTP(w, req.WithContext(ctx)) })
+	status := http.StatusOK
+	if eerr != nil {
+		status = eerr.http
+	}
+	span.SetAttributes(attribute.Int("http.response.status_code", status))
+	endSpan(span, eerr)
+}
+
+// serveHTTP answers an export request; it returns the error it answered
+// with, or nil for a success.
+func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) *exportError {
 	contentType := contentProtobuf
 	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err == nil {
 		contentType = mt
 	}
 	if contentType != contentProtobuf && contentType != contentJSON {
-		r.writeHTTPError(w, contentProtobuf, &exportError{
+		eerr := &exportError{
 			http: http.StatusUnsupportedMediaType, reason: "content_type",
 			msg: fmt.Sprintf("unsupported Content-Type %q: send %s or %s", req.Header.Get("Content-Type"), contentProtobuf, contentJSON),
-		}, "http")
-		return
+		}
+		r.writeHTTPError(w, contentProtobuf, eerr, "http")
+		return eerr
 	}
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		r.writeHTTPError(w, contentType, &exportError{http: http.StatusMethodNotAllowed, reason: "method", msg: "use POST"}, "http")
-		return
+		eerr := &exportError{http: http.StatusMethodNotAllowed, reason: "method", msg: "use POST"}
+		r.writeHTTPError(w, contentType, eerr, "http")
+		return eerr
 	}
 	resp, eerr := r.exportHTTP(req, contentType)
 	if eerr != nil {
 		r.writeHTTPError(w, contentType, eerr, "http")
-		return
+		return eerr
 	}
 	r.metrics.requests.WithLabelValues("http", "ok").Inc()
 	writeMessage(w, contentType, http.StatusOK, resp)
+	return nil
 }
 
 func (r *Receiver) exportHTTP(req *http.Request, contentType string) (*collectorpb.ExportProfilesServiceResponse, *exportError) {

@@ -13,7 +13,10 @@ import (
 
 	"github.com/grafana/dskit/server"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
 // Receiver serves the OTLP endpoints.
@@ -25,13 +28,16 @@ type Receiver struct {
 	limiter  *limiter
 	server   *server.Server
 	ready    func(context.Context) error
+	tracer   trace.Tracer
 	runErr   chan error
 	stopOnce sync.Once
 }
 
 // New binds both listeners and prepares the endpoints; Start serves them.
-// ready reports whether the service can take data (it backs /ready).
-func New(cfg Config, w Writer, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry) (*Receiver, error) {
+// ready reports whether the service can take data (it backs /ready). With
+// selftrace.WithTracerProvider every export request gets a server span
+// (see tracing.go).
+func New(cfg Config, w Writer, ready func(context.Context) error, log *slog.Logger, reg *prometheus.Registry, opts ...selftrace.Option) (*Receiver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("receiver config: %w", err)
 	}
@@ -39,7 +45,10 @@ func New(cfg Config, w Writer, ready func(context.Context) error, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	r := &Receiver{cfg: cfg, writer: w, log: log, metrics: m, limiter: newLimiter(&cfg), ready: ready, runErr: make(chan error, 1)}
+	r := &Receiver{
+		cfg: cfg, writer: w, log: log, metrics: m, limiter: newLimiter(&cfg), ready: ready, runErr: make(chan error, 1),
+		tracer: selftrace.Tracer(tracerScope, opts...),
+	}
 	scfg, err := r.serverConfig(reg)
 	if err != nil {
 		return nil, err

@@ -21,8 +21,9 @@ const insertTimeout = 60 * time.Second
 // stacks and catalog entries first, samples last, so that no sample row
 // refers to metadata that is not committed. Ids enter the cache only once
 // written.
-func (w *Writer) write(ps []*pending) error {
-	ctx, cancel := context.WithTimeout(context.Background(), insertTimeout)
+// ctx carries the write's span, if any (its deadline is insertTimeout's).
+func (w *Writer) write(ctx context.Context, ps []*pending) error {
+	ctx, cancel := context.WithTimeout(ctx, insertTimeout)
 	defer cancel()
 	day := uint64(w.now().Unix() / 86400) //nolint:gosec // G115: after 1970
 	dayNum := int32(day)                  //nolint:gosec // G115: days since 1970 fit

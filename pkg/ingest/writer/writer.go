@@ -24,9 +24,11 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/schema"
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
 // Config tunes batching and retries.
@@ -123,6 +125,7 @@ type Writer struct {
 	closed  bool
 	stopped chan struct{}
 	now     func() time.Time
+	tracer  trace.Tracer
 }
 
 // NativeInserter sends inserts whose data is encoded in ClickHouse's
@@ -133,8 +136,11 @@ type NativeInserter interface {
 
 // New starts a writer. Close stops it after writing what it accepted.
 // Sample rows go through native when it is not nil, else through conn
-// like every other table.
-func New(cfg Config, tables schema.Config, conn clickhouse.Conn, native NativeInserter, log *slog.Logger, reg prometheus.Registerer) (*Writer, error) {
+// like every other table. With selftrace.WithTracerProvider each write of
+// traced requests gets a span (see tracing.go).
+func New(cfg Config, tables schema.Config, conn clickhouse.Conn, native NativeInserter, log *slog.Logger, reg prometheus.Registerer,
+	opts ...selftrace.Option,
+) (*Writer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("writer config: %w", err)
 	}
@@ -144,7 +150,7 @@ func New(cfg Config, tables schema.Config, conn clickhouse.Conn, native NativeIn
 	}
 	w := &Writer{
 		cfg: cfg, tables: tables, conn: conn, native: native, log: log, metrics: m, cache: newSymbolCache(cfg.SymbolCacheSize),
-		in: make(chan *pending, 1024), stopped: make(chan struct{}), now: time.Now,
+		in: make(chan *pending, 1024), stopped: make(chan struct{}), now: time.Now, tracer: selftrace.Tracer(tracerScope, opts...),
 	}
 	go w.loop()
 	return w, nil
@@ -309,25 +315,38 @@ func (w *Writer) loop() {
 	}
 }
 
-// flush writes a group of requests, retrying while any of them may wait.
+// flush writes a group of requests, retrying while any of them may wait,
+// under a span when the requests are traced.
 func (w *Writer) flush(ps []*pending) {
+	ctx, span, traced := w.startSpan(ps)
+	var err error
+	selftrace.Do(ctx, func(ctx context.Context) { err = w.flushWithRetries(ctx, span, ps) })
+	if traced {
+		selftrace.Finish(span, err)
+	}
+}
+
+// flushWithRetries writes and answers a group of requests; it returns the
+// error they were answered with (nil: written).
+func (w *Writer) flushWithRetries(ctx context.Context, span trace.Span, ps []*pending) error {
 	backoff := w.cfg.RetryInitial
 	var drainDeadline time.Time
 	for attempt := 1; ; attempt++ {
 		ps = w.dropExpired(ps)
 		if len(ps) == 0 {
-			return
+			return errAllExpired
 		}
 		start := w.now()
-		err := w.write(ps)
+		err := w.write(ctx, ps)
 		took := w.now().Sub(start)
 		w.metrics.writeSeconds.Observe(took.Seconds())
 		if err == nil {
 			w.answer(ps, nil)
-			return
+			return nil
 		}
 		w.metrics.writeErrors.Inc()
 		w.log.Warn("write to clickhouse failed; retrying", "attempt", attempt, "requests", len(ps), "error", err)
+		span.RecordError(err)
 		deadline, ok := latestDeadline(ps)
 		if !ok && w.stopping() {
 			// Draining with requests that have no deadline: a few more tries.
@@ -339,8 +358,9 @@ func (w *Writer) flush(ps []*pending) {
 		// Answer while the sender still listens: another attempt would
 		// end (as this one took) after its deadline.
 		if ok && w.now().Add(backoff+took).After(deadline) {
-			w.answer(ps, &WriteError{Err: err})
-			return
+			werr := &WriteError{Err: err}
+			w.answer(ps, werr)
+			return werr
 		}
 		time.Sleep(backoff)
 		backoff = min(2*backoff, w.cfg.RetryMax)

@@ -1,0 +1,159 @@
+package selftrace_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"runtime/pprof"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/flamehouse/flamehouse/pkg/pprofconv"
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
+)
+
+// burn keeps a CPU busy for d.
+func burn(d time.Duration) uint64 {
+	var x uint64 = 1
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		for i := range 10000 {
+			x = x*6364136223846793005 + uint64(i) //nolint:gosec // G115: a non-negative loop index
+		}
+	}
+	return x
+}
+
+var sink uint64
+
+// cpuProfile runs f under the Go CPU profiler and returns the profile.
+func cpuProfile(t *testing.T, f func()) *profile.Profile {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, pprof.StartCPUProfile(&buf))
+	f()
+	pprof.StopCPUProfile()
+	p, err := profile.Parse(&buf)
+	require.NoError(t, err)
+	return p
+}
+
+// labelledValue sums the CPU time of samples by their span_id label ("" for
+// none).
+func labelledValue(p *profile.Profile) map[string]int64 {
+	out := map[string]int64{}
+	for _, s := range p.Sample {
+		key := ""
+		if v := s.Label[selftrace.SpanIDLabel]; len(v) > 0 {
+			key = v[0]
+		}
+		out[key] += s.Value[1]
+	}
+	return out
+}
+
+func recordingTracer() trace.Tracer {
+	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracetest.NewSpanRecorder())).Tracer("test")
+}
+
+func TestDoLabelsTheSpansCPUSamples(t *testing.T) {
+	tracer := recordingTracer()
+	ctx, span := tracer.Start(context.Background(), "work")
+	sc := span.SpanContext()
+	p := cpuProfile(t, func() {
+		selftrace.Do(ctx, func(ctx context.Context) {
+			require.Equal(t, sc.TraceID().String(), labelOf(ctx, selftrace.TraceIDLabel))
+			require.Equal(t, sc.SpanID().String(), labelOf(ctx, selftrace.SpanIDLabel))
+			sink += burn(300 * time.Millisecond)
+			done := make(chan struct{}) // a goroutine started inside inherits the labels
+			go func() { sink += burn(200 * time.Millisecond); close(done) }()
+			<-done
+		})
+		sink += burn(200 * time.Millisecond) // after Do: no labels
+	})
+	span.End()
+	byspan := labelledValue(p)
+	require.Positive(t, byspan[sc.SpanID().String()], "the span's work and its goroutine's: %v", byspan)
+	require.Positive(t, byspan[""], "work after Do is not labelled: %v", byspan)
+	for _, s := range p.Sample {
+		if v := s.Label[selftrace.SpanIDLabel]; len(v) > 0 {
+			require.Equal(t, []string{sc.TraceID().String()}, s.Label[selftrace.TraceIDLabel])
+		}
+	}
+
+	// pprofconv turns the labels into links to the span.
+	req, err := pprofconv.Convert(p, pprofconv.Options{ResourceAttributes: []string{"service.name", "test"}})
+	require.NoError(t, err)
+	links := req.GetDictionary().GetLinkTable()
+	require.Len(t, links, 2, "the sentinel and the span's link")
+	require.Equal(t, sc.TraceID().String(), trace.TraceID(links[1].GetTraceId()).String())
+	require.Equal(t, sc.SpanID().String(), trace.SpanID(links[1].GetSpanId()).String())
+}
+
+func labelOf(ctx context.Context, key string) string {
+	v, _ := pprof.Label(ctx, key)
+	return v
+}
+
+func TestDoSetsNoLabelsWithoutARecordingSpan(t *testing.T) {
+	remote := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled, Remote: true,
+	})
+	notSampledTracer := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())).Tracer("test")
+	_, notSampled := notSampledTracer.Start(context.Background(), "dropped")
+	for name, ctx := range map[string]context.Context{
+		"no span":     context.Background(),
+		"remote span": trace.ContextWithRemoteSpanContext(context.Background(), remote),
+		// Tracing off: the no-op provider's span carries the incoming context.
+		"no-op provider": func() context.Context {
+			ctx, _ := noop.NewTracerProvider().Tracer("test").Start(trace.ContextWithRemoteSpanContext(context.Background(), remote), "x")
+			return ctx
+		}(),
+		"span not sampled": trace.ContextWithSpan(context.Background(), notSampled),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ran := false
+			selftrace.Do(ctx, func(ctx context.Context) {
+				ran = true
+				require.Empty(t, labelOf(ctx, selftrace.TraceIDLabel))
+				require.Empty(t, labelOf(ctx, selftrace.SpanIDLabel))
+			})
+			require.True(t, ran)
+		})
+	}
+}
+
+// TestDialWithoutLabels: a goroutine started after the wrapped dial, as
+// net/http starts a connection's read and write loops, carries no labels,
+// while one started from a labelled goroutine without it does.
+func TestDialWithoutLabels(t *testing.T) {
+	tracer := recordingTracer()
+	ctx, span := tracer.Start(context.Background(), "request")
+	defer span.End()
+	errDialed := errors.New("dialed")
+	loopDone := make(chan struct{})
+	// connLoop dials nothing but starts a busy "read loop" the way net/http
+	// does after dialing.
+	var connLoop selftrace.DialFunc = func(context.Context, string, string) (net.Conn, error) {
+		go func() { sink += burn(250 * time.Millisecond); loopDone <- struct{}{} }()
+		return nil, errDialed
+	}
+	p := cpuProfile(t, func() {
+		selftrace.Do(ctx, func(ctx context.Context) {
+			for _, dial := range []selftrace.DialFunc{selftrace.DialWithoutLabels(connLoop), connLoop} {
+				go func() { _, _ = dial(ctx, "tcp", "127.0.0.1:1") }() // net/http dials on a goroutine of its own
+				<-loopDone
+			}
+		})
+	})
+	byspan := labelledValue(p)
+	require.Positive(t, byspan[""], "the loop started after the wrapped dial has no labels: %v", byspan)
+	require.Positive(t, byspan[span.SpanContext().SpanID().String()], "the loop started after a plain dial inherits the span's: %v", byspan)
+}
