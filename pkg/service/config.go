@@ -39,7 +39,8 @@ type Config struct {
 	// Ingest is the OTLP profiles ingest service.
 	Ingest ingest.Config `yaml:"ingest"`
 	// SelfProfile sends this process's own profiles through the ingest
-	// path, so that a fresh installation has data to look at.
+	// path, and traces its own work into the traces table, so that a fresh
+	// installation has data to look at.
 	SelfProfile selfprofile.Config `yaml:"selfprofile"`
 }
 
@@ -101,8 +102,8 @@ func (c *Config) Validate() error {
 	if e := c.Ingest.Validate(); e != nil {
 		err = errors.Join(err, prefixed("ingest", e))
 	}
-	if c.SelfProfile.Enabled && (c.SelfProfile.Interval <= 0 || c.SelfProfile.CPUDuration <= 0 || c.SelfProfile.CPUDuration >= c.SelfProfile.Interval) {
-		err = errors.Join(err, errors.New("selfprofile: interval and cpu_duration must be positive, cpu_duration shorter than interval"))
+	if e := c.SelfProfile.Validate(); e != nil {
+		err = errors.Join(err, prefixed("selfprofile", e))
 	}
 	return err
 }

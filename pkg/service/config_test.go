@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
 func writeFile(t *testing.T, content string) string {
@@ -60,10 +62,15 @@ func TestValidateReportsEveryProblemWithItsSection(t *testing.T) {
 	cfg.ClickHouse.Protocol = "carrier-pigeon"
 	cfg.Embedded.ListenAddress = "0.0.0.0:8123"
 	cfg.Schema.Database = "bad-name"
+	cfg.SelfProfile.TracesTable = "otel.traces"
+	cfg.SelfProfile.Interval = 0
 	err := cfg.Validate()
 	require.Error(t, err)
 	msg := err.Error()
-	for _, want := range []string{"log_level", "clickhouse: protocol", "embedded: listen address", "schema: database"} {
+	for _, want := range []string{
+		"log_level", "clickhouse: protocol", "embedded: listen address", "schema: database",
+		"selfprofile: interval", "selfprofile: traces_table must be a plain identifier",
+	} {
 		require.Contains(t, msg, want)
 	}
 
@@ -71,6 +78,23 @@ func TestValidateReportsEveryProblemWithItsSection(t *testing.T) {
 	external.ClickHouse.Address = "ch.example:9000"
 	external.Embedded.DataDir = "" // not used with an external server
 	require.NoError(t, external.Validate())
+}
+
+func TestSelfTracingFlags(t *testing.T) {
+	cfg, _, err := ParseConfig("run", nil)
+	require.NoError(t, err)
+	require.True(t, cfg.SelfProfile.TracesEnabled(), "self-tracing is on with the demo by default")
+	require.Equal(t, "otel_traces", cfg.SelfProfile.TracesTable)
+	cfg, _, err = ParseConfig("run", []string{"-selfprofile.traces=false", "-selfprofile.traces-table", "spans"})
+	require.NoError(t, err)
+	require.False(t, cfg.SelfProfile.TracesEnabled())
+	require.Equal(t, "spans", cfg.SelfProfile.TracesTable)
+	cfg, _, err = ParseConfig("run", []string{"-selfprofile.enabled=false"})
+	require.NoError(t, err)
+	require.False(t, cfg.SelfProfile.TracesEnabled(), "no self-tracing without self-profiling")
+	defaults := DefaultConfig()
+	require.Equal(t, selftrace.Table{Database: "otel", Name: "otel_traces", TTL: 7 * 24 * time.Hour}, defaults.tracesTable(),
+		"spans are kept as long as raw samples")
 }
 
 func TestSecretsAreNotPrinted(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/grafana/dskit/services"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
@@ -43,6 +44,8 @@ type Service struct {
 	// stopProfiling ends self-profiling; profilingDone closes when it has.
 	stopProfiling context.CancelFunc
 	profilingDone chan struct{}
+	// tracer writes self-tracing's spans (nil when self-tracing is off).
+	tracer *sdktrace.TracerProvider
 	// Migration is what the schema migration did at start.
 	Migration schema.Report
 }
@@ -54,7 +57,8 @@ type Part int
 const (
 	// SchemaOnly runs ClickHouse and migrates (the migrate command).
 	SchemaOnly Part = iota
-	// Everything adds the ingest endpoints and self-profiling (the run command).
+	// Everything adds the ingest endpoints, self-profiling and self-tracing
+	// (the run command).
 	Everything
 )
 
@@ -100,7 +104,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, part Part) (*Servi
 	log.Info("schema ready", "database", cfg.Schema.Database, "version", s.Migration.Version,
 		"applied", s.Migration.Applied, "retention_changed", s.Migration.RetentionChanged)
 	if part == Everything && cfg.Ingest.Enabled {
-		if err := s.startIngest(ctx); err != nil {
+		err := s.startTracing(ctx)
+		if err == nil {
+			err = s.startIngest(ctx)
+		}
+		if err != nil {
 			_ = s.Stop(ctx)
 			return nil, err
 		}
@@ -108,7 +116,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, part Part) (*Servi
 	return s, nil
 }
 
-// startIngest starts the OTLP endpoints and, when enabled, self-profiling.
+// startIngest starts the OTLP endpoints and, when enabled, self-profiling,
+// both traced when self-tracing is on.
 func (s *Service) startIngest(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -120,7 +129,7 @@ func (s *Service) startIngest(ctx context.Context) error {
 		}
 		s.native, native = inserter, inserter
 	}
-	in, err := ingest.New(s.cfg.Ingest, s.cfg.Schema, s.conn, native, s.log, reg)
+	in, err := ingest.New(s.cfg.Ingest, s.cfg.Schema, s.conn, native, s.log, reg, s.tracingOptions()...)
 	if err != nil {
 		return fmt.Errorf("start ingest: %w", err)
 	}
@@ -135,7 +144,8 @@ func (s *Service) startIngest(ctx context.Context) error {
 		if s.cfg.Ingest.Receiver.TLS.Enabled() {
 			scheme = "https"
 		}
-		p := selfprofile.New(s.cfg.SelfProfile, scheme+"://"+in.HTTPAddress(), selfAuthorization(s.cfg.Ingest.Receiver.Auth), s.log)
+		p := selfprofile.New(s.cfg.SelfProfile, scheme+"://"+in.HTTPAddress(), selfAuthorization(s.cfg.Ingest.Receiver.Auth), s.log,
+			s.tracingOptions()...)
 		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		s.stopProfiling, s.profilingDone = cancel, make(chan struct{})
 		go func() {
@@ -204,8 +214,9 @@ func (s *Service) Wait(ctx context.Context) error {
 }
 
 // Stop shuts down in reverse order of start: self-profiling, then the
-// ingest endpoints (requests in flight finish and the writer drains),
-// then the ClickHouse connection and the embedded engine.
+// ingest endpoints (requests in flight finish and the writer drains), then
+// self-tracing (every span that ended is written), then the ClickHouse
+// connection and the embedded engine.
 func (s *Service) Stop(ctx context.Context) error {
 	var err error
 	if s.stopProfiling != nil {
@@ -215,6 +226,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.ingester != nil {
 		err = errors.Join(err, services.StopAndAwaitTerminated(ctx, s.ingester))
 	}
+	err = errors.Join(err, s.stopTracing(ctx))
 	if s.native != nil {
 		s.native.Close()
 	}
@@ -275,6 +287,9 @@ func (s *Service) Describe(w io.Writer) {
 			s.ingester.GRPCAddress(), s.ingester.HTTPAddress(), s.ingester.HTTPAddress())
 		if cfg.SelfProfile.Enabled {
 			p("  Demo data: this process profiles itself every %s as service %q.", cfg.SelfProfile.Interval, cfg.SelfProfile.ServiceName)
+		}
+		if s.tracer != nil {
+			p("  Demo traces: its own work is traced into %s.%s, CPU samples linked to their spans.", cfg.Schema.Database, cfg.SelfProfile.TracesTable)
 		}
 	}
 	p("Stop with Ctrl-C (the engine shuts down cleanly; data stays in the data directory).")

@@ -1,0 +1,69 @@
+package service
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
+)
+
+// tracesTable is where self-tracing writes: the configured table in the
+// profiles database, kept as long as raw samples, whose spans it links.
+func (c *Config) tracesTable() selftrace.Table {
+	return selftrace.Table{Database: c.Schema.Database, Name: c.SelfProfile.TracesTable, TTL: c.Schema.Retention.Samples}
+}
+
+// startTracing creates the traces table and the tracer provider that
+// writes into it, when self-tracing is on. In cluster mode it stays off:
+// the exporter's tables would need the Replicated and Distributed layout
+// that our schema gives its own tables, which we do not create for them.
+func (s *Service) startTracing(ctx context.Context) error {
+	if !s.cfg.SelfProfile.TracesEnabled() {
+		return nil
+	}
+	if s.cfg.Schema.Cluster != "" {
+		s.log.Info("self-tracing is off in cluster mode (schema.cluster is set): create the traces table on the cluster "+
+			"(for example with the Collector's ClickHouse exporter) and send traces there", "table", s.cfg.SelfProfile.TracesTable)
+		return nil
+	}
+	table := s.cfg.tracesTable()
+	if err := table.Create(ctx, s.conn); err != nil {
+		return fmt.Errorf("create the self-tracing table: %w", err)
+	}
+	exp, err := selftrace.NewExporter(s.conn, table)
+	if err != nil {
+		return fmt.Errorf("start self-tracing: %w", err)
+	}
+	tp := selftrace.NewProvider(exp, selftrace.ResourceAttributes(s.cfg.SelfProfile.ServiceName), selftrace.DefaultBatchTimeout)
+	s.tracer = tp
+	if s.http != nil {
+		s.http.SetTracerProvider(tp)
+	}
+	s.log.Info("self-tracing", "table", s.cfg.Schema.Database+"."+table.Name, "service", s.cfg.SelfProfile.ServiceName)
+	return nil
+}
+
+// tracingOptions give the ingest and the profiler the tracer provider.
+func (s *Service) tracingOptions() []selftrace.Option {
+	if s.tracer == nil {
+		return nil
+	}
+	return []selftrace.Option{selftrace.WithTracerProvider(s.tracer)}
+}
+
+// stopTracing writes the spans that ended and stops tracing. It runs
+// after everything traced has stopped and before the connection closes.
+func (s *Service) stopTracing(ctx context.Context) error {
+	if s.tracer == nil {
+		return nil
+	}
+	if s.http != nil {
+		s.http.SetTracerProvider(nil)
+	}
+	tp := s.tracer
+	s.tracer = nil
+	if err := tp.Shutdown(ctx); err != nil {
+		return fmt.Errorf("write the last spans: %w", err)
+	}
+	return nil
+}
