@@ -162,14 +162,7 @@ func navTraceRequest(start time.Time) *coltracepb.ExportTraceServiceRequest {
 func navProfiles(start time.Time) *collectorpb.ExportProfilesServiceRequest {
 	b := otlpbuild.New()
 	m := b.Mapping(0x400000, 0x1400000, 0, "/app/server", "")
-	stack := func(names ...string) int32 { // root first
-		locs := make([]int32, len(names))
-		for i, n := range names {
-			fn := b.Function(n, "", "server.go", 1)
-			locs[len(names)-1-i] = b.Location(m, uint64(0x401000+0x100*len(n)+i), "go", otlpbuild.Line{Function: fn, Line: int64(10 + i)}) //nolint:gosec // G115: small
-		}
-		return b.Stack(locs...)
-	}
+	stack := func(names ...string) int32 { return goStack(b, m, "server.go", names...) }
 	link := func(span string) int32 { // of the trace
 		var tr [16]byte
 		var sp [8]byte
@@ -202,6 +195,17 @@ func navProfiles(start time.Time) *collectorpb.ExportProfilesServiceRequest {
 		&pb.Sample{StackIndex: stack("cron", "compactLogs"), TimestampsUnixNano: events(25, 50*time.Millisecond, 850*time.Millisecond), LinkIndex: link(spanLeaked)},
 	)
 	return b.Request()
+}
+
+// goStack adds a stack of Go functions, named root first, one location
+// each in a mapping and a file.
+func goStack(b *otlpbuild.Builder, mapping int32, file string, names ...string) int32 {
+	locs := make([]int32, len(names))
+	for i, n := range names {
+		fn := b.Function(n, "", file, 1)
+		locs[len(names)-1-i] = b.Location(mapping, uint64(0x401000+0x100*len(n)+i), "go", otlpbuild.Line{Function: fn, Line: int64(10 + i)}) //nolint:gosec // G115: small
+	}
+	return b.Stack(locs...)
 }
 
 func nanos(t time.Time) uint64 { return uint64(t.UnixNano()) } //nolint:gosec // G115: times after 1970

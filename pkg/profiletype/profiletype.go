@@ -22,6 +22,20 @@ func IsCPUTime(sampleType, sampleUnit, periodType, periodUnit string) bool {
 	return sampleType == "cpu" && sampleUnit == "nanoseconds" && periodType == "cpu" && periodUnit == "nanoseconds"
 }
 
+// IsGauge reports whether a profile's values are an amount at the
+// profile's time, a snapshot, rather than events counted over its
+// duration: memory in use (inuse_space, inuse_objects) and the goroutines
+// alive (goroutine, goroutines). Over a time interval a gauge is the
+// average of its snapshots; the other profiles add up (a rate per second).
+// sampleType is the second part of a profile type id.
+func IsGauge(sampleType string) bool {
+	switch sampleType {
+	case "inuse_space", "inuse_objects", "goroutine", "goroutines":
+		return true
+	}
+	return false
+}
+
 // ID names a profile and returns the factor that turns its values into the
 // named unit. With cpuAsTime, samples/count on a cpu/nanoseconds period
 // of a known length count CPU time (count × period) under CPUTime.

@@ -42,3 +42,12 @@ func TestIsCPUTime(t *testing.T) {
 	require.False(t, IsCPUTime("samples", "count", "cpu", "nanoseconds"))
 	require.False(t, IsCPUTime("cpu", "nanoseconds", "", ""))
 }
+
+func TestIsGauge(t *testing.T) {
+	for sampleType, want := range map[string]bool{
+		"inuse_space": true, "inuse_objects": true, "goroutine": true, "goroutines": true,
+		"alloc_space": false, "alloc_objects": false, "cpu": false, "samples": false, "contentions": false, "delay": false, "": false,
+	} {
+		require.Equal(t, want, IsGauge(sampleType), sampleType)
+	}
+}

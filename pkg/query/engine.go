@@ -372,12 +372,14 @@ func (e *Engine) series(ctx context.Context, r *Request, keys map[string]bool, a
 	groups, seriesCols, groupRaw := groupExprs(&p, r.GroupBy, keys)
 	step := int64(r.Step / time.Second)
 	from, to := floorTo(r.From.Unix(), step), ceilSecond(r.To)
-	segs := plan(from, to, f.source(len(seriesCols) > 0, groupRaw), step)
-	return scanSeries(ctx, e, seriesSQL(&p, e.Tables, e.Tenant, f, segs, step, groups, seriesCols, groupRaw), &p, len(groups), acc)
+	gauge := r.ProfileType.Gauge()
+	segs := plan(from, to, f.seriesSource(len(seriesCols) > 0, groupRaw, gauge), step)
+	q := seriesSQL(&p, e.Tables, e.Tenant, f, segs, step, groups, seriesCols, groupRaw, gauge)
+	return scanSeries(ctx, e, q, &p, len(groups), acc)
 }
 
-// scanSeries runs a series query of (t, group labels..., value) rows into
-// acc.
+// scanSeries runs a series query of (t, group labels..., value) rows, the
+// value a Float64 (bucketQuery), into acc.
 func scanSeries(ctx context.Context, e *Engine, q string, p *params, groups int, acc *seriesAccumulator) error {
 	rows, err := e.Conn.Query(ctx, q, p.args...)
 	if err != nil {
@@ -385,7 +387,8 @@ func scanSeries(ctx context.Context, e *Engine, q string, p *params, groups int,
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var t, v int64
+		var t int64
+		var v float64
 		labels := make([]string, groups)
 		dest := []any{&t}
 		for i := range labels {

@@ -181,20 +181,22 @@ func (l *otelLayout) stacks(ctx context.Context, r *Request) ([]stackValue, map[
 	return stacks, labels, rows.Err()
 }
 
+// series aggregates per bucket and group. For a gauge profile type a
+// series is a resource (ServiceName and ResourceAttributes, keys sorted)
+// and a snapshot a distinct Timestamp, the profile's time.
 func (l *otelLayout) series(ctx context.Context, r *Request, acc *seriesAccumulator) error {
 	var p params
 	step := int64(r.Step.Seconds())
 	where, value := l.requestWhere(&p, r, floorTo(r.From.Unix(), step))
-	sel := []string{"toInt64(toUnixTimestamp(toStartOfInterval(toDateTime(Timestamp), toIntervalSecond(" + p.i64(step) + ")))) AS t"}
-	keys := []string{"t"}
+	groups := make([]string, len(r.GroupBy))
 	for i, g := range r.GroupBy {
-		sel = append(sel, fmt.Sprintf("%s AS g%d", otelLabel(&p, g), i))
-		keys = append(keys, fmt.Sprintf("g%d", i))
+		groups[i] = otelLabel(&p, g)
 	}
-	sel = append(sel, "sum("+value+") AS v")
-	q := "SELECT " + strings.Join(sel, ", ") + " FROM " + l.table + " WHERE " + where +
-		" GROUP BY " + strings.Join(keys, ", ") + " ORDER BY t"
-	return scanSeries(ctx, l.e, q, &p, len(r.GroupBy), acc)
+	b := bucketQuery{from: l.table + " WHERE " + where, time: "toDateTime(Timestamp)", groups: groups, value: value}
+	if r.ProfileType.Gauge() {
+		b.series, b.snapshot = "cityHash64(ServiceName, mapSort(ResourceAttributes))", "Timestamp"
+	}
+	return scanSeries(ctx, l.e, b.sql(&p, step), &p, len(r.GroupBy), acc)
 }
 
 // scopeWhere renders a lookup's scope.

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flamehouse/flamehouse/pkg/profiletype"
 	"github.com/flamehouse/flamehouse/pkg/query/selector"
 )
 
@@ -88,6 +89,11 @@ type Request struct {
 type ProfileType struct {
 	ID, Name, SampleType, SampleUnit, PeriodType, PeriodUnit string
 }
+
+// Gauge reports whether the type's values are snapshots, amounts at the
+// profile's time (profiletype.IsGauge): memory in use, goroutines. Its
+// time series average each series' snapshots instead of adding them up.
+func (pt ProfileType) Gauge() bool { return profiletype.IsGauge(pt.SampleType) }
 
 // ParseProfileType splits a profile type id.
 func ParseProfileType(id string) (ProfileType, error) {

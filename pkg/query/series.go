@@ -7,6 +7,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/flamehouse/flamehouse/pkg/query/flame"
 	"github.com/flamehouse/flamehouse/pkg/query/selector"
 )
 
@@ -22,15 +23,15 @@ type groupSeries struct {
 	// groups are the group-by labels' values, in the request's order.
 	groups []string
 	times  []int64
-	values []int64
-	total  int64
+	values []float64
+	total  float64
 }
 
 func newSeriesAccumulator(r *Request) *seriesAccumulator {
 	return &seriesAccumulator{r: r, groups: map[string]*groupSeries{}}
 }
 
-func (a *seriesAccumulator) add(labels []string, t, v int64) {
+func (a *seriesAccumulator) add(labels []string, t int64, v float64) {
 	key := strings.Join(labels, "\x00")
 	g := a.groups[key]
 	if g == nil {
@@ -47,7 +48,8 @@ func (a *seriesAccumulator) add(labels []string, t, v int64) {
 }
 
 // frames renders the top Limit groups by total, each as a time series
-// frame of rates whose value field links to the group's flame graph.
+// frame (rates, or amounts for a gauge profile type) whose value field
+// links to the group's flame graph.
 func (a *seriesAccumulator) frames(target linkTarget) data.Frames {
 	groups := slices.Clone(a.order)
 	slices.SortStableFunc(groups, func(x, y *groupSeries) int {
@@ -62,18 +64,21 @@ func (a *seriesAccumulator) frames(target linkTarget) data.Frames {
 	if len(groups) > a.r.Limit {
 		groups = groups[:a.r.Limit]
 	}
-	unit, scale := rateUnit(a.r.ProfileType.SampleUnit)
-	step := a.r.Step.Seconds()
+	unit, scale := seriesUnit(a.r.ProfileType)
+	perSecond := 1.0 // a gauge's amount
+	if !a.r.ProfileType.Gauge() {
+		perSecond = a.r.Step.Seconds() // a bucket's sum per second
+	}
 	out := make(data.Frames, 0, len(groups))
 	for _, g := range groups {
 		times := make([]time.Time, len(g.times))
 		values := make([]float64, len(g.values))
 		for i := range g.times {
 			times[i] = time.Unix(g.times[i], 0).UTC()
-			values[i] = float64(g.values[i]) * scale / step
+			values[i] = g.values[i] * scale / perSecond
 		}
 		value := data.NewField(a.r.ProfileType.ID, g.labels, values).SetConfig(&data.FieldConfig{
-			Unit: unit, Links: target.links(LinkSeriesFlameGraph, a.groupQuery(g), true),
+			DisplayNameFromDS: a.displayName(g), Unit: unit, Links: target.links(LinkSeriesFlameGraph, a.groupQuery(g), true),
 		})
 		f := data.NewFrame("series", data.NewField("time", nil, times), value)
 		f.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeGraph, Type: data.FrameTypeTimeSeriesMulti})
@@ -81,11 +86,38 @@ func (a *seriesAccumulator) frames(target linkTarget) data.Frames {
 	}
 	if len(out) == 0 {
 		f := data.NewFrame("series", data.NewField("time", nil, []time.Time{}),
-			data.NewField(a.r.ProfileType.ID, nil, []float64{}).SetConfig(&data.FieldConfig{Unit: unit}))
+			data.NewField(a.r.ProfileType.ID, nil, []float64{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: a.selectionName(), Unit: unit}))
 		f.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeGraph, Type: data.FrameTypeTimeSeriesMulti})
 		out = append(out, f)
 	}
 	return out
+}
+
+// displayName is the name a series shows in legends and tooltips: with
+// groupBy, the group's label values joined by ", " (an absent or empty
+// label as "(no <label>)"); without, the selection's name.
+func (a *seriesAccumulator) displayName(g *groupSeries) string {
+	if len(a.r.GroupBy) == 0 {
+		return a.selectionName()
+	}
+	parts := make([]string, len(g.groups))
+	for i, v := range g.groups {
+		if v == "" {
+			v = "(no " + labelName(a.r.GroupBy[i]) + ")"
+		}
+		parts[i] = v
+	}
+	return strings.Join(parts, ", ")
+}
+
+// selectionName names what an ungrouped series adds up: the query's label
+// selector when it has matchers, else its profile type as the editor's
+// picker shows it ("process_cpu / cpu").
+func (a *seriesAccumulator) selectionName() string {
+	if len(a.r.Matchers) > 0 {
+		return selector.Format(a.r.Matchers)
+	}
+	return a.r.ProfileType.Name + " / " + a.r.ProfileType.SampleType
 }
 
 // groupQuery is the flame graph query of a group: the request's profile
@@ -107,11 +139,15 @@ func (a *seriesAccumulator) groupQuery(g *groupSeries) map[string]any {
 // link is clicked on (Unix milliseconds).
 const pointTimeVariable = "${__value.time}"
 
-// rateUnit is the Grafana unit of a per-second rate of a sample unit and
-// the factor to it: CPU nanoseconds per second as cores, bytes per second,
-// counts per second.
-func rateUnit(sampleUnit string) (string, float64) {
-	switch sampleUnit {
+// seriesUnit is the Grafana unit of a profile type's time series and the
+// factor to it. A gauge's series are amounts in its sample unit (bytes,
+// short for counts); the others' are per-second rates: CPU nanoseconds per
+// second as cores, bytes per second, counts per second.
+func seriesUnit(pt ProfileType) (string, float64) {
+	if pt.Gauge() {
+		return flame.Unit(pt.SampleUnit), 1
+	}
+	switch pt.SampleUnit {
 	case "nanoseconds":
 		return "suffix: cores", 1e-9
 	case "bytes":

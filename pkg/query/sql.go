@@ -229,6 +229,16 @@ func (f *filter) source(seriesGroups, sampleGroups bool) source {
 	}
 }
 
+// seriesSource is the detail a time-series query needs: the filter's and
+// its groups', or for a gauge profile type the raw table's (bySample),
+// as the rollups add a bucket's snapshots up and keep no count of them.
+func (f *filter) seriesSource(seriesGroups, sampleGroups, gauge bool) source {
+	if gauge {
+		return bySample
+	}
+	return f.source(seriesGroups, sampleGroups)
+}
+
 // rollups are the minute and hour tables of a source.
 func (s source) rollups() (minute, hour string) {
 	if s == byService {
@@ -402,10 +412,12 @@ func groupExprs(p *params, labels []string, sampleKeys map[string]bool) (exprs, 
 	return exprs, seriesCols, raw
 }
 
-// seriesSQL sums values per time bucket and group.
-func seriesSQL(p *params, tables schema.Config, tenant string, f *filter, segs []segment, step int64, groups, seriesCols []string, raw bool) string {
+// seriesSQL aggregates a time-series query per time bucket and group from
+// the segments. A gauge profile type reads SeriesId too: its series are
+// averaged over their snapshots (bucketQuery).
+func seriesSQL(p *params, tables schema.Config, tenant string, f *filter, segs []segment, step int64, groups, seriesCols []string, raw, gauge bool) string {
 	cols := "Timestamp, Value, ServiceName"
-	if len(seriesCols) > 0 {
+	if len(seriesCols) > 0 || gauge {
 		cols += ", SeriesId"
 	}
 	if raw {
@@ -416,14 +428,49 @@ func seriesSQL(p *params, tables schema.Config, tenant string, f *filter, segs [
 		from += " LEFT JOIN (SELECT SeriesId, " + strings.Join(seriesCols, ", ") + " FROM " + tables.Qualified(schema.Series) +
 			" WHERE TenantId = " + p.str(tenant) + " GROUP BY SeriesId) AS r ON u.SeriesId = r.SeriesId"
 	}
-	sel := []string{"toInt64(toUnixTimestamp(toStartOfInterval(u.Timestamp, toIntervalSecond(" + p.i64(step) + ")))) AS t"}
+	b := bucketQuery{from: from, time: "u.Timestamp", groups: groups, value: "u.Value"}
+	if gauge {
+		b.series, b.snapshot = "u.SeriesId", "u.Timestamp"
+	}
+	return b.sql(p, step)
+}
+
+// bucketQuery aggregates rows per time bucket and group, into rows of
+// (t, g0, g1, ..., v) ordered by t, v a Float64. Both layouts build their
+// time series with it.
+type bucketQuery struct {
+	// from is the rows: a table or a subquery, with its joins and WHERE.
+	from string
+	// time is a row's time (a DateTime); groups are the group-by
+	// expressions; value is a row's value.
+	time   string
+	groups []string
+	value  string
+	// series and snapshot are set for a gauge profile type
+	// (profiletype.IsGauge): the expression of a row's series and of its
+	// snapshot (the profile's time). A bucket's value is then the sum over
+	// series of each series' average over its snapshots in the bucket
+	// (its values' sum over its number of distinct snapshots there, all of
+	// its groups counted); without them, the sum of the values.
+	series, snapshot string
+}
+
+func (b bucketQuery) sql(p *params, step int64) string {
+	sel := []string{"toInt64(toUnixTimestamp(toStartOfInterval(" + b.time + ", toIntervalSecond(" + p.i64(step) + ")))) AS t"}
 	keys := []string{"t"}
-	for i, g := range groups {
+	for i, g := range b.groups {
 		sel = append(sel, fmt.Sprintf("%s AS g%d", g, i))
 		keys = append(keys, fmt.Sprintf("g%d", i))
 	}
-	sel = append(sel, "sum(u.Value) AS v")
-	return "SELECT " + strings.Join(sel, ", ") + " FROM " + from + " GROUP BY " + strings.Join(keys, ", ") + " ORDER BY t"
+	group := strings.Join(keys, ", ")
+	if b.series == "" {
+		sel = append(sel, "toFloat64(sum("+b.value+")) AS v")
+		return "SELECT " + strings.Join(sel, ", ") + " FROM " + b.from + " GROUP BY " + group + " ORDER BY t"
+	}
+	sel = append(sel, b.series+" AS s", "sum("+b.value+") AS v", "groupUniqArray("+b.snapshot+") AS ts")
+	perSeries := "SELECT " + strings.Join(sel, ", ") + " FROM " + b.from + " GROUP BY " + group + ", s"
+	averages := "SELECT " + group + ", v / length(groupUniqArrayArray(ts) OVER (PARTITION BY t, s)) AS a FROM (" + perSeries + ")"
+	return "SELECT " + group + ", sum(a) AS v FROM (" + averages + ") GROUP BY " + group + " ORDER BY t"
 }
 
 // sampleKeysSQL finds which of some attribute keys are sample attributes

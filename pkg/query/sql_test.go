@@ -99,6 +99,16 @@ func TestFilterSource(t *testing.T) {
 	require.Equal(t, bySample, buildFilter(&p, schema.DefaultConfig(), "", r, nil).source(false, false), "span ids are per sample")
 }
 
+func TestGaugeSeriesReadTheRawTable(t *testing.T) {
+	var p params
+	f := buildFilter(&p, schema.DefaultConfig(), "", &Request{ProfileType: ProfileType{ID: "memory:inuse_space:bytes:space:bytes"}}, nil)
+	require.Equal(t, byService, f.seriesSource(false, false, false), "a rate reads the service rollups")
+	require.Equal(t, bySeries, f.seriesSource(true, false, false))
+	for _, seriesGroups := range []bool{false, true} {
+		require.Equal(t, bySample, f.seriesSource(seriesGroups, false, true), "the rollups lose the snapshot count")
+	}
+}
+
 // render shows a statement and its parameters.
 func render(q string, p *params) string {
 	var b strings.Builder
@@ -156,7 +166,14 @@ func TestGeneratedSQL(t *testing.T) {
 			f := buildFilter(p, tables, "", r, sampleKeys)
 			groups, cols, raw := groupExprs(p, r.GroupBy, sampleKeys)
 			step := int64(r.Step / time.Second)
-			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.source(len(cols) > 0, raw), step), step, groups, cols, raw)
+			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.source(len(cols) > 0, raw), step), step, groups, cols, raw, false)
+		}},
+		{"series_gauge.sql", func(p *params) string {
+			r := parse(`{"queryType":"metrics","profileTypeId":"memory:inuse_space:bytes:space:bytes","groupBy":["k8s_pod_name"]}`, from.Add(3*time.Hour))
+			f := buildFilter(p, tables, "", r, nil)
+			groups, cols, raw := groupExprs(p, r.GroupBy, nil)
+			step := int64(r.Step / time.Second)
+			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.seriesSource(len(cols) > 0, raw, true), step), step, groups, cols, raw, true)
 		}},
 		{"spans_trace.sql", func(p *params) string {
 			r := parse(`{"queryType":"spans","profileTypeId":"`+cpu+`","traceId":"4BF92F3577B34DA6A3CE929D0E0E4736","limit":10}`, from.Add(time.Hour))
@@ -196,7 +213,8 @@ func TestUserTextNeverReachesTheSQL(t *testing.T) {
 		f := buildFilter(&p, tables, e, r, map[string]bool{e: true})
 		groups, cols, raw := groupExprs(&p, r.GroupBy, map[string]bool{e: true})
 		q := sumsSQL(&p, tables, f, plan(0, 100_000, byService, 1)) + stacksSQL(&p, tables, e, f, nil) + framesSQL(&p, tables, e, f, nil) +
-			seriesSQL(&p, tables, e, f, plan(0, 100_000, f.source(len(cols) > 0, raw), 60), 60, groups, cols, raw) +
+			seriesSQL(&p, tables, e, f, plan(0, 100_000, f.source(len(cols) > 0, raw), 60), 60, groups, cols, raw, false) +
+			seriesSQL(&p, tables, e, f, plan(0, 100_000, bySample, 60), 60, groups, cols, raw, true) +
 			spansSQL(&p, union(&p, tables, f, plan(0, 100_000, bySample, 1), "SpanId, TraceId, ServiceName, Value"), 10)
 		require.NotContains(t, q, e, "user text travels as parameters only")
 	}
