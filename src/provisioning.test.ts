@@ -257,7 +257,15 @@ interface Dashboard {
       allValue?: string;
     }>;
   };
-  panels: Array<{ id: number; type: string; title: string; datasource: { uid: string }; targets: Target[] }>;
+  panels: Array<{
+    id: number;
+    type: string;
+    title: string;
+    datasource: { uid: string };
+    targets: Target[];
+    fieldConfig?: { overrides?: Array<{ properties?: Array<{ id: string; value?: unknown }> }> };
+    options?: { sortBy?: Array<{ displayName: string }> };
+  }>;
 }
 
 const queryStruct = goStruct(read('pkg/query/request.go'), 'JSON');
@@ -301,6 +309,23 @@ describe('provisioning/dashboards', () => {
     expect(byType('flamegraph')).toMatchObject({ queryType: 'profile' });
     expect(byType('table')).toMatchObject({ queryType: 'table' });
     expect(new Set(dashboard.panels.map((p) => p.id)).size).toBe(dashboard.panels.length);
+  });
+
+  it("shows the backend's column names: no panel renames a field", () => {
+    // pkg/query/flame TableFrame names the top table's columns (DisplayNameFromDS), so Explore and every panel
+    // show the same; the table sorts by one of those names.
+    const functionsGo = read('pkg/query/flame/functions.go');
+    const shown = [...functionsGo.matchAll(/DisplayNameFromDS: "(\w+)"/g)].map((m) => m[1]);
+    expect(shown).toEqual(['Function', 'Self', 'Total']);
+    for (const p of dashboard.panels) {
+      const renames = (p.fieldConfig?.overrides ?? [])
+        .flatMap((o) => o.properties ?? [])
+        .filter((x) => x.id === 'displayName');
+      expect([p.title, renames]).toEqual([p.title, []]);
+    }
+    const table = dashboard.panels.find((p) => p.type === 'table');
+    expect(table?.options?.sortBy?.map((s) => s.displayName)).toEqual(['Self']);
+    expect(shown).toContain(table?.options?.sortBy?.[0].displayName);
   });
 
   it('filters every panel by the service, namespace and pod variables', () => {

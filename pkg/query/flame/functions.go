@@ -91,8 +91,9 @@ func topOrder(a, b Function) int {
 }
 
 // TableFrame renders functions as a frame named "functions" with the fields
-// "label", "self" and "total" (both in unit), preferring the table
-// visualisation.
+// "label", "self" and "total" (both in unit), shown as "Function", "Self"
+// and "Total" wherever the frame is displayed (DisplayNameFromDS), and
+// preferring the table visualisation.
 func TableFrame(fns []Function, unit string) *data.Frame {
 	labels := make([]string, len(fns))
 	self := make([]int64, len(fns))
@@ -101,9 +102,9 @@ func TableFrame(fns []Function, unit string) *data.Frame {
 		labels[i], self[i], total[i] = fn.Label, fn.Self, fn.Total
 	}
 	frame := data.NewFrame("functions",
-		data.NewField("label", nil, labels),
-		data.NewField("self", nil, self).SetConfig(&data.FieldConfig{Unit: unit}),
-		data.NewField("total", nil, total).SetConfig(&data.FieldConfig{Unit: unit}),
+		data.NewField("label", nil, labels).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Function"}),
+		data.NewField("self", nil, self).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Self", Unit: unit}),
+		data.NewField("total", nil, total).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Total", Unit: unit}),
 	)
 	return frame.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeTable})
 }

@@ -106,6 +106,12 @@ func TestTableFrame(t *testing.T) {
 				require.Equal(t, data.FieldTypeInt64, field.Type())
 				require.Equal(t, tc.unit, field.Config.Unit)
 			}
+			// Every panel and Explore show the same column names; links and
+			// specs use the field names.
+			for i, want := range []string{"Function", "Self", "Total"} {
+				require.NotNil(t, frame.Fields[i].Config, frame.Fields[i].Name)
+				require.Equal(t, want, frame.Fields[i].Config.DisplayNameFromDS, frame.Fields[i].Name)
+			}
 			require.Equal(t, len(tc.fns), frame.Rows())
 			for i, fn := range tc.fns {
 				require.Equal(t, fn.Label, frame.Fields[0].At(i))
