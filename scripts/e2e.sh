@@ -18,6 +18,9 @@
 # one with `go tool mage package`), CHROMIUM_PATH (default /usr/bin/chromium),
 # FLAMEHOUSE_E2E_ARTIFACTS (screenshots, logs and traces; default
 # test-results/e2e). Ports are picked free; everything started is stopped.
+# FLAMEHOUSE_E2E_SERVE=1 sets everything up, prints the environment to run
+# specs against it (GRAFANA_URL=... npx playwright test ...) and waits for
+# Ctrl-C instead of running them: for writing specs, or trying by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -196,6 +199,16 @@ export GRAFANA_URL=http://127.0.0.1:$gf_port
 wait_for "Grafana answers" 120 node -e 'fetch(process.argv[1]).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' "$GRAFANA_URL/api/health" ||
   { cat "$work/grafana.log"; die "Grafana did not start"; }
 export FLAMEHOUSE_E2E_GRAFANA_LOG=$work/grafana.log
+export FLAMEHOUSE_E2E_CLICKHOUSE=$ch
+
+if [ "${FLAMEHOUSE_E2E_SERVE:-}" = 1 ]; then
+  log "serving until Ctrl-C; Grafana $GRAFANA_URL (admin/admin), ClickHouse $ch. Run specs with:"
+  printf '  export %s\n' "GRAFANA_URL=$GRAFANA_URL" "FLAMEHOUSE_E2E_PROVISIONING=$FLAMEHOUSE_E2E_PROVISIONING" \
+    "FLAMEHOUSE_E2E_EXAMPLES=1" "FLAMEHOUSE_E2E_EXPORTER_FIXTURE=$FLAMEHOUSE_E2E_EXPORTER_FIXTURE" \
+    "FLAMEHOUSE_E2E_GRAFANA_LOG=$FLAMEHOUSE_E2E_GRAFANA_LOG" "FLAMEHOUSE_E2E_CLICKHOUSE=$ch"
+  wait "${pids[@]}"
+  exit
+fi
 
 log "running the specs against $GRAFANA_URL ($("$grafana_home/bin/grafana" --version 2>/dev/null | head -n 1))"
 specs_started=$SECONDS
