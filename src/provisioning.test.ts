@@ -128,8 +128,6 @@ const datasources = parse(read('provisioning/datasources/datasources.yml')) as {
 };
 /** The full example: every key set, on Flamehouse's tables. The dashboard and the browser tests use it. */
 const ds = datasources.datasources[0];
-/** The same server, on the OpenTelemetry Collector ClickHouse exporter's profiles table. */
-const otelDs = datasources.datasources[1];
 
 /** Problems of a datasource's jsonData against the Go settings structs. */
 function jsonDataProblems(j: ProvisionedDatasource['jsonData']) {
@@ -154,16 +152,17 @@ describe('provisioning/datasources/datasources.yml', () => {
     expect(goSecureKeys).toEqual(expect.arrayContaining(['password', 'tlsCACert']));
   });
 
-  it('provisions two datasources of this plugin: Flamehouse tables, then the exporter table', () => {
+  it("provisions one datasource of this plugin, on Flamehouse's tables: what `flamehouse run` creates", () => {
+    // Grafana loads this directory as it is: a datasource here that needs more than the main job's tables (the
+    // Collector exporter's, say) would fail "Save & test". Such datasources are examples (provisioning/examples).
     expect(datasources.apiVersion).toBe(1);
-    expect(datasources.datasources).toHaveLength(2);
+    expect(datasources.datasources).toHaveLength(1);
     expect(ds).toMatchObject({ type: plugin.id, uid: 'flamehouse', access: 'proxy' });
-    expect(otelDs).toMatchObject({ type: plugin.id, uid: 'flamehouse-otel', access: 'proxy' });
-    expect(new Set(datasources.datasources.map((d) => d.name)).size).toBe(2);
+    expect(ds.jsonData.profiles.schema).toBe(goConst('SchemaFlamehouse'));
   });
 
-  it.each([0, 1])('datasource %d uses only keys the backend reads, with types it decodes', (i) => {
-    expect(jsonDataProblems(datasources.datasources[i].jsonData)).toEqual([]);
+  it('uses only keys the backend reads, with types it decodes', () => {
+    expect(jsonDataProblems(ds.jsonData)).toEqual([]);
   });
 
   it('sets every key of the backend and of the config editor', () => {
@@ -195,19 +194,6 @@ describe('provisioning/datasources/datasources.yml', () => {
     expect(goConst('SchemaOTel')).toBe('otel');
     expect(goConst('DefaultOTelTable')).toBe(DEFAULTS.otelTable);
     expect(DEFAULTS.schema).toBe(goConst('SchemaFlamehouse'));
-  });
-
-  it('points the exporter-table datasource at the same server, on the exporter table', () => {
-    const connection = ['host', 'port', 'protocol', 'secure', 'username'];
-    const pick = (j: Record<string, unknown>) => Object.fromEntries(connection.map((k) => [k, j[k]]));
-    expect(pick(otelDs.jsonData)).toEqual(pick(ds.jsonData));
-    // No tablePrefix or tenant: they are ignored with schema otel, and setting them would mislead.
-    expect(otelDs.jsonData.profiles).toEqual({
-      schema: 'otel',
-      database: ds.jsonData.profiles.database,
-      otelTable: DEFAULTS.otelTable,
-    });
-    expect(otelDs.secureJsonData).toEqual({ password: ds.secureJsonData.password });
   });
 
   it('sets every secure field, from the environment only', () => {
@@ -404,8 +390,8 @@ function target(d: ExampleDatasource): LinkTarget {
 }
 
 describe('provisioning/examples', () => {
-  it('has the Tempo, ClickHouse plugin and correlations examples, each a datasource file', () => {
-    expect(EXAMPLE_FILES).toEqual(['clickhouse.yaml', 'correlations.yaml', 'tempo.yaml']);
+  it('has the Tempo, ClickHouse plugin, correlations and exporter table examples, each a datasource file', () => {
+    expect(EXAMPLE_FILES).toEqual(['clickhouse.yaml', 'correlations.yaml', 'otel-exporter.yaml', 'tempo.yaml']);
     for (const e of examples) {
       expect([e.file, e.parsed.apiVersion]).toEqual([e.file, 1]);
       expect(e.parsed.datasources.length).toBeGreaterThan(0);
@@ -433,7 +419,7 @@ describe('provisioning/examples', () => {
 
   it('configures each Flamehouse datasource with keys the backend reads, on the provisioned server', () => {
     const ours = exampleDatasources.filter((d) => d.type === plugin.id);
-    expect(ours.map((d) => d.uid).sort()).toEqual(['flamehouse-clickhouse', 'flamehouse-tempo']);
+    expect(ours.map((d) => d.uid).sort()).toEqual(['flamehouse-clickhouse', 'flamehouse-otel', 'flamehouse-tempo']);
     const connection = ['host', 'port', 'protocol', 'username'];
     const pick = (j: Record<string, unknown> = {}) => Object.fromEntries(connection.map((k) => [k, j[k]]));
     for (const d of ours) {
@@ -471,6 +457,30 @@ describe('provisioning/examples', () => {
     const tempoLinked = byUid('flamehouse-tempo')?.jsonData?.profiles as ProfilesOptions;
     expect(tempoLinked).toMatchObject({ tracesDatasourceUid: 'tempo', logsDatasourceUid: 'loki' });
     expect(tempoLinked.metricsDatasourceUid).toBe('prometheus');
+  });
+
+  it("reads the Collector exporter's profiles table, and says what it needs", () => {
+    const example = examples.find((e) => e.file === 'otel-exporter.yaml')!;
+    expect(example.parsed.datasources.map((d) => d.uid)).toEqual(['flamehouse-otel']);
+    const otel = byUid('flamehouse-otel')!;
+    expect(otel).toMatchObject({ type: plugin.id, name: 'Flamehouse (exporter table)', access: 'proxy' });
+    // No tablePrefix or tenant: they are ignored with schema otel, and setting them would mislead.
+    expect(otel.jsonData?.profiles).toEqual({
+      schema: goConst('SchemaOTel'),
+      database: ds.jsonData.profiles.database,
+      otelTable: goConst('DefaultOTelTable'),
+      defaultProfileType: ds.jsonData.profiles.defaultProfileType,
+    });
+    // The comment names what must write the table, and the docs.
+    const comment = example.text.slice(0, example.text.indexOf('apiVersion'));
+    for (const needed of [
+      'OpenTelemetry Collector',
+      'ClickHouse exporter',
+      'otel_profiles',
+      'docs/otel-exporter-schema.md',
+    ]) {
+      expect([needed, comment.replace(/\s*\n#\s*/g, ' ')]).toEqual([needed, expect.stringContaining(needed)]);
+    }
   });
 
   it('reads the same traces table in Flamehouse and in the ClickHouse plugin', () => {
