@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,4 +160,32 @@ func cell[T any](f *data.Frame, name string, row int) T {
 	}
 	v, _ := field.At(row).(T)
 	return v
+}
+
+// TestSelfTracingOff: with selfprofile.traces=false the main job creates no
+// traces table (the self-profiles still arrive).
+func TestSelfTracingOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine; skipped under -short")
+	}
+	cfg := DefaultConfig()
+	cfg.Embedded.DataDir = t.TempDir()
+	cfg.Embedded.ListenAddress = "127.0.0.1:0"
+	cfg.Ingest.Receiver.GRPCListenAddress, cfg.Ingest.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.SelfProfile.Traces = false
+	ctx := context.Background()
+	svc, err := Start(ctx, cfg, slog.New(slog.DiscardHandler), Everything)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, svc.Stop(ctx)) }()
+	require.Nil(t, svc.tracer)
+	var printed strings.Builder
+	svc.Describe(&printed)
+	require.NotContains(t, printed.String(), "Demo traces")
+	require.Eventually(t, func() bool {
+		var n uint64
+		return svc.Conn().QueryRow(ctx, "SELECT count() FROM otel.otel_profile_samples WHERE ServiceName = 'flamehouse'").Scan(&n) == nil && n > 0
+	}, 2*time.Minute, time.Second, "the heap profile sent at start arrives")
+	var tables uint64
+	require.NoError(t, svc.Conn().QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = 'otel' AND name LIKE 'otel_traces%'").Scan(&tables))
+	require.Zero(t, tables)
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/secret"
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
 func TestMain(m *testing.M) { chtest.Main(m) }
@@ -62,6 +63,17 @@ func newEnv(t testing.TB, change func(*Config), conn ...clickhouse.Conn) *env {
 // free ports).
 func newEnvWith(t testing.TB, cfg Config, wcfg writer.Config, conn ...clickhouse.Conn) *env {
 	t.Helper()
+	var c clickhouse.Conn
+	if len(conn) > 0 {
+		c = conn[0]
+	}
+	return newEnvTraced(t, cfg, wcfg, c)
+}
+
+// newEnvTraced is newEnvWith with a connection (nil: the engine's, samples
+// as Native blocks) and tracing options for the receiver and the writer.
+func newEnvTraced(t testing.TB, cfg Config, wcfg writer.Config, conn clickhouse.Conn, opts ...selftrace.Option) *env {
+	t.Helper()
 	direct := chtest.Get(t).Open(t)
 	var b [5]byte
 	_, _ = rand.Read(b[:])
@@ -80,15 +92,15 @@ func newEnvWith(t testing.TB, cfg Config, wcfg writer.Config, conn ...clickhouse
 	if n := chtest.Get(t).NativeInserter(t); n != nil {
 		native = n
 	}
-	if len(conn) > 0 {
-		writeConn, native = conn[0], nil
+	if conn != nil {
+		writeConn, native = conn, nil
 	}
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.DiscardHandler)
-	w, err := writer.New(wcfg, tables, writeConn, native, log, reg)
+	w, err := writer.New(wcfg, tables, writeConn, native, log, reg, opts...)
 	require.NoError(t, err)
 	cfg.GRPCListenAddress, cfg.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
-	r, err := New(cfg, w, func(ctx context.Context) error { return direct.Ping(ctx) }, log, reg)
+	r, err := New(cfg, w, func(ctx context.Context) error { return direct.Ping(ctx) }, log, reg, opts...)
 	require.NoError(t, err)
 	r.Start()
 	t.Cleanup(func() {
