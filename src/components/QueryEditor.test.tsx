@@ -433,20 +433,18 @@ describe('QueryEditor: related links', () => {
 });
 
 describe('QueryEditor: errors', () => {
-  it("shows the backend's errors of its own query", async () => {
-    const data: PanelData = {
-      state: LoadingState.Error,
-      series: [],
-      timeRange: range,
-      errors: [
-        { refId: 'A', message: 'label selector: position 3: expected "=", "!=", "=~" or "!~"' },
-        { refId: 'B', message: 'an error of query B' },
-      ],
-    };
-    await setup({ labelSelector: '{}' }, { data });
-    const errors = screen.getByTestId(selectors.query.errors);
-    expect(errors).toHaveTextContent('label selector: position 3');
-    expect(errors).not.toHaveTextContent('an error of query B');
+  const failed: PanelData = {
+    state: LoadingState.Error,
+    series: [],
+    timeRange: range,
+    errors: [{ refId: 'A', message: 'the traces table "otel"."otel_traces" is missing' }],
+  };
+
+  it("leaves the query's own errors to Grafana, which shows them under the editor", async () => {
+    // Grafana's query row (Explore, panel edit) shows data.errors of its refId: repeating them would show each twice.
+    await setup({ labelSelector: '{}' }, { data: failed });
+    expect(screen.queryByText(/otel_traces/)).not.toBeInTheDocument();
+    expect(screen.queryByTestId(selectors.query.errors)).not.toBeInTheDocument();
   });
 
   it('shows nothing without errors', async () => {
@@ -454,10 +452,11 @@ describe('QueryEditor: errors', () => {
     expect(screen.queryByTestId(selectors.query.errors)).not.toBeInTheDocument();
   });
 
-  it('says when suggestions cannot be loaded', async () => {
-    await setup({ labelSelector: '{}' }, { failing: 'labelNames' });
+  it('says when suggestions cannot be loaded, which Grafana does not show', async () => {
+    await setup({ labelSelector: '{}' }, { failing: 'labelNames', data: failed });
     const errors = await screen.findByTestId(selectors.query.errors);
     expect(errors).toHaveTextContent('Label names: labelNames failed: connection refused');
+    expect(errors).not.toHaveTextContent('otel_traces');
   });
 });
 

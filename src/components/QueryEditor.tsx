@@ -16,11 +16,11 @@ type Props = QueryEditorProps<DataSource, ProfileQuery, FlamehouseOptions>;
 
 /**
  * The query editor of Explore and panels, shaped like Pyroscope's: profile type and label selector (a traces query:
- * profile type and trace id), then the options collapsed under a summary, the query's errors, and in Explore a
- * row of links to the query's logs, metrics and trace. Picks run the query at once; the selector text runs on blur
- * or Shift+Enter.
+ * profile type and trace id), then the options collapsed under a summary, failed suggestions (Grafana shows the
+ * query's own errors under the editor), and in Explore a row of links to the query's logs, metrics and trace. Picks
+ * run the query at once; the selector text runs on blur or Shift+Enter.
  */
-export function QueryEditor({ datasource, query, onChange, onRunQuery, range, app, data }: Props) {
+export function QueryEditor({ datasource, query, onChange, onRunQuery, range, app }: Props) {
   const profileTypeId = query.profileTypeId || datasource.defaultProfileType;
   const profileTypes = useProfileTypes(datasource, range);
   const labelNames = useLabelNames(datasource, range, profileTypeId);
@@ -75,7 +75,7 @@ export function QueryEditor({ datasource, query, onChange, onRunQuery, range, ap
         defaultMaxNodes={datasource.defaultMaxNodes}
         onChange={(patch) => change(patch)}
       />
-      <QueryErrors data={data} refId={query.refId} lookupErrors={lookupErrors} />
+      <QueryErrors lookupErrors={lookupErrors} />
       <RelatedLinks links={related} />
     </Stack>
   );
