@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Runs README command one (./scripts/run.sh) on a temporary data directory
-# and port, checks that it prints how to connect and that the schema is
-# there, then stops it with SIGINT and checks that it exits cleanly.
+# and ports, checks that it prints how to connect and that the schema is
+# there, waits for the demo traces (a span in otel_traces whose id CPU
+# samples carry), then stops it with SIGINT and checks that it exits cleanly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 data=$(mktemp -d)
 log=$(mktemp)
 port=${SMOKE_PORT:-18123}
+grpc_port=${SMOKE_GRPC_PORT:-$((port + 1))}
+http_port=${SMOKE_HTTP_PORT:-$((port + 2))}
 cleanup() { kill "$pid" 2>/dev/null || true; rm -rf "$data" "$log"; }
 
-./scripts/run.sh -embedded.data-dir "$data" -embedded.listen-address "127.0.0.1:$port" >"$log" 2>&1 &
+./scripts/run.sh -embedded.data-dir "$data" -embedded.listen-address "127.0.0.1:$port" \
+  -ingest.grpc-listen-address "127.0.0.1:$grpc_port" -ingest.http-listen-address "127.0.0.1:$http_port" >"$log" 2>&1 &
 pid=$!
 trap cleanup EXIT
 
@@ -19,13 +23,33 @@ for _ in $(seq 1 120); do
   kill -0 "$pid" 2>/dev/null || { cat "$log"; echo "smoke: run.sh exited early" >&2; exit 1; }
   sleep 1
 done
+started=$(date +%s)
 grep -q "ClickHouse HTTP interface: http://127.0.0.1:$port" "$log" || { cat "$log"; echo "smoke: no connection info printed" >&2; exit 1; }
 
-query="SELECT%20count()%20FROM%20system.tables%20WHERE%20database%3D'otel'%20AND%20name%20LIKE%20'otel_profile_%25'"
-tables=$(node -e 'fetch(process.argv[1]).then(r => r.text()).then(t => process.stdout.write(t.trim())).catch(e => { console.error(e); process.exit(1); })' \
-  "http://127.0.0.1:$port/?query=$query")
+# query SQL: the answer's text over ClickHouse's HTTP interface (the SQL in
+# the POST body); it fails on an error answer.
+query() {
+  node -e 'fetch(process.argv[1], {method: "POST", body: process.argv[2]})
+    .then(async r => { const t = await r.text(); if (!r.ok) throw new Error(t); process.stdout.write(t.trim()); })
+    .catch(e => { console.error(e.message); process.exit(1); })' "http://127.0.0.1:$port/" "$1"
+}
+
+tables=$(query "SELECT count() FROM system.tables WHERE database = 'otel' AND name LIKE 'otel_profile_%'")
 echo "smoke: $tables Flamehouse tables and views in database otel"
 [ "$tables" -ge 9 ] || { cat "$log"; echo "smoke: schema missing" >&2; exit 1; }
+
+# The demo: flamehouse traces its own work into otel_traces, and its CPU
+# samples carry the spans they were taken in. Wait for a span with samples.
+linked_spans="SELECT count() FROM otel.otel_traces WHERE SpanId IN (SELECT SpanId FROM otel.otel_profile_samples WHERE SpanId != '')"
+while :; do
+  linked=$(query "$linked_spans" 2>/dev/null || echo 0)
+  waited=$(($(date +%s) - started))
+  [ "$linked" -gt 0 ] 2>/dev/null && break
+  kill -0 "$pid" 2>/dev/null || { cat "$log"; echo "smoke: flamehouse exited while waiting for the demo traces" >&2; exit 1; }
+  [ "$waited" -lt 120 ] || { cat "$log"; echo "smoke: no span with CPU samples in otel_traces ${waited}s after start" >&2; exit 1; }
+  sleep 2
+done
+echo "smoke: demo traces after ${waited}s: $linked spans in otel.otel_traces have CPU samples"
 
 kill -INT "$pid"
 wait "$pid"
