@@ -16,6 +16,7 @@ import { map, Observable } from 'rxjs';
 import { interpolateQuery, interpolateSelector } from './interpolate';
 import { parseSelector } from './labelSelector';
 import { addLinks, LinkContext, LinkTarget, RelatedLink, relatedLinks } from './links';
+import type { Lookups } from './lookups';
 import { LookupCache, lookupParams, ResourceRange } from './resources';
 import {
   DEFAULT_QUERY,
@@ -31,7 +32,7 @@ import { FlamehouseVariableSupport } from './variables';
  * The Flamehouse datasource. Queries run in the Go backend; the editors' lookups (profile types, services, label
  * names and values) go through this class's methods, bounded by a time range and cached briefly.
  */
-export class DataSource extends DataSourceWithBackend<ProfileQuery, FlamehouseOptions> {
+export class DataSource extends DataSourceWithBackend<ProfileQuery, FlamehouseOptions> implements Lookups {
   /** jsonData.profiles.defaultProfileType: the backend's profile type for queries that name none. */
   readonly defaultProfileType?: string;
   /** jsonData.profiles.defaultMaxNodes: the backend's default flame graph size. */

@@ -2,17 +2,17 @@ import { CustomVariableSupport, DataQueryRequest, DataQueryResponse } from '@gra
 import { from, Observable } from 'rxjs';
 
 import { VariableQueryEditor } from './components/query/VariableQueryEditor';
-import type { DataSource } from './datasource';
+import type { LookupDataSource, Lookups } from './lookups';
 import { normalizeVariableQuery, VariableQuery } from './types';
 
 /**
  * Template variables from the editor's lookups: profile types (text: label, value: id), services, label names or a
  * label's values, in the dashboard's time range.
  */
-export class FlamehouseVariableSupport extends CustomVariableSupport<DataSource, VariableQuery> {
+export class FlamehouseVariableSupport extends CustomVariableSupport<LookupDataSource, VariableQuery> {
   editor = VariableQueryEditor;
 
-  constructor(private readonly datasource: DataSource) {
+  constructor(private readonly datasource: Lookups) {
     super();
   }
 

@@ -2,13 +2,13 @@ import React from 'react';
 import { QueryEditorProps, SelectableValue } from '@grafana/data';
 import { InlineField, Input, RadioButtonGroup, Select, Stack } from '@grafana/ui';
 
-import type { DataSource } from '../../datasource';
 import { labelOption } from '../../labelNames';
+import type { LookupDataSource } from '../../lookups';
 import { selectors } from '../../selectors';
 import { FlamehouseOptions, normalizeVariableQuery, ProfileQuery, VariableQuery, VariableQueryType } from '../../types';
 import { useLabelNames, useProfileTypes } from './hooks';
 
-type Props = QueryEditorProps<DataSource, ProfileQuery, FlamehouseOptions, VariableQuery>;
+type Props = QueryEditorProps<LookupDataSource, ProfileQuery, FlamehouseOptions, VariableQuery>;
 
 const TYPES: Array<SelectableValue<VariableQueryType>> = [
   { label: 'Services', value: 'services' },

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 
-import type { DataSource } from '../../datasource';
+import type { Lookups } from '../../lookups';
 import { Bounds, lookupBounds, ResourceRange } from '../../resources';
 import { ProfileTypeInfo } from '../../types';
 
@@ -22,7 +22,7 @@ const NO_STRINGS: string[] = [];
 const NO_TYPES: ProfileTypeInfo[] = [];
 
 /** The profile types with data in the range. */
-export function useProfileTypes(datasource: DataSource, range?: ResourceRange): Lookup<ProfileTypeInfo[]> {
+export function useProfileTypes(datasource: Lookups, range?: ResourceRange): Lookup<ProfileTypeInfo[]> {
   const { from, to } = lookupBounds(range) ?? {};
   const key = `${from}|${to}`;
   const [settled, setSettled] = useState<Settled<ProfileTypeInfo[]>>();
@@ -31,7 +31,7 @@ export function useProfileTypes(datasource: DataSource, range?: ResourceRange): 
 }
 
 /** The selector label names with data in the range, of a profile type if given. */
-export function useLabelNames(datasource: DataSource, range?: ResourceRange, profileTypeId?: string): Lookup<string[]> {
+export function useLabelNames(datasource: Lookups, range?: ResourceRange, profileTypeId?: string): Lookup<string[]> {
   const { from, to } = lookupBounds(range) ?? {};
   const key = `${from}|${to}|${profileTypeId}`;
   const [settled, setSettled] = useState<Settled<string[]>>();
@@ -44,7 +44,7 @@ export function useLabelNames(datasource: DataSource, range?: ResourceRange, pro
 
 /** The values of a label (none without a label) in the range, of a profile type if given. */
 export function useLabelValues(
-  datasource: DataSource,
+  datasource: Lookups,
   label: string | undefined,
   range?: ResourceRange,
   profileTypeId?: string
