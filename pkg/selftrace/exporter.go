@@ -80,7 +80,7 @@ func (e *Exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 		return fmt.Errorf("prepare span insert: %w", err)
 	}
 	for _, s := range spans {
-		if err := batch.Append(Row(s)...); err != nil {
+		if err := batch.Append(row(s)...); err != nil {
 			_ = batch.Abort()
 			return fmt.Errorf("append span %s: %w", s.SpanContext().SpanID(), err)
 		}
@@ -98,13 +98,13 @@ func (e *Exporter) Shutdown(context.Context) error {
 	return nil
 }
 
-// Row is a span's row in the spans table, in insertColumns order, filled as
+// row is a span's row in the spans table, in insertColumns order, filled as
 // the Collector exporter fills it: start time, lower-case hex ids ("" when
 // unset), the kind and status code by their OTLP names ("Server", "Error"),
 // the service from the resource's service.name, attribute values as
 // strings (AsString), the duration in nanoseconds, events and links as
 // parallel arrays.
-func Row(s sdktrace.ReadOnlySpan) []any {
+func row(s sdktrace.ReadOnlySpan) []any {
 	sc := s.SpanContext()
 	res := s.Resource()
 	service := ""

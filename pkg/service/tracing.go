@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel"
+
 	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
@@ -34,6 +36,10 @@ func (s *Service) startTracing(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start self-tracing: %w", err)
 	}
+	// The SDK reports failed exports (say, an existing table of another
+	// layout) to the global error handler: into the service's log.
+	log := s.log
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("self-tracing: spans not written", "error", err) }))
 	tp := selftrace.NewProvider(exp, selftrace.ResourceAttributes(s.cfg.SelfProfile.ServiceName), selftrace.DefaultBatchTimeout)
 	s.tracer = tp
 	if s.http != nil {

@@ -87,6 +87,11 @@ func (s *grpcService) Export(ctx context.Context, req *rawRequest) (*collectorpb
 	var resp *collectorpb.ExportProfilesServiceResponse
 	var eerr *exportError
 	selftrace.Do(ctx, func(ctx context.Context) { resp, eerr = s.export(ctx, md, req) })
+	code := codes.OK
+	if eerr != nil {
+		code = eerr.code()
+	}
+	span.SetAttributes(attribute.Int("rpc.grpc.status_code", int(code)))
 	endSpan(span, eerr)
 	if eerr != nil {
 		return nil, r.grpcError(eerr)
@@ -126,11 +131,15 @@ func (s *grpcService) export(ctx context.Context, md metadata.MD, req *rawReques
 // a RetryInfo-style hint in the message.
 func (r *Receiver) grpcError(e *exportError) error {
 	r.metrics.requests.WithLabelValues("grpc", e.reason).Inc()
-	code := e.grpc
-	if code == 0 {
-		code = grpcCodeForHTTP(e.http)
+	return status.Error(e.code(), e.msg)
+}
+
+// code is the error's gRPC status code.
+func (e *exportError) code() codes.Code {
+	if e.grpc == 0 {
+		return grpcCodeForHTTP(e.http)
 	}
-	return status.Error(code, e.msg)
+	return e.grpc
 }
 
 // grpcCodeForHTTP maps the HTTP-only errors to gRPC codes.

@@ -143,11 +143,7 @@ func (r *Receiver) writeHTTPError(w http.ResponseWriter, contentType string, e *
 	if e.retryAfter > 0 {
 		w.Header().Set("Retry-After", retryAfterHeader(e.retryAfter))
 	}
-	code := e.grpc
-	if code == 0 {
-		code = grpcCodeForHTTP(e.http)
-	}
-	writeMessage(w, contentType, e.http, &spb.Status{Code: int32(code), Message: e.msg}) //nolint:gosec // G115: gRPC codes are small
+	writeMessage(w, contentType, e.http, &spb.Status{Code: int32(e.code()), Message: e.msg}) //nolint:gosec // G115: gRPC codes are small
 }
 
 func writeMessage(w http.ResponseWriter, contentType string, status int, m proto.Message) {

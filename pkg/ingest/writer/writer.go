@@ -24,6 +24,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
@@ -346,7 +347,7 @@ func (w *Writer) flushWithRetries(ctx context.Context, span trace.Span, ps []*pe
 		}
 		w.metrics.writeErrors.Inc()
 		w.log.Warn("write to clickhouse failed; retrying", "attempt", attempt, "requests", len(ps), "error", err)
-		span.RecordError(err)
+		span.AddEvent("write failed", trace.WithAttributes(attribute.Int("attempt", attempt), attribute.String("error", err.Error())))
 		deadline, ok := latestDeadline(ps)
 		if !ok && w.stopping() {
 			// Draining with requests that have no deadline: a few more tries.
