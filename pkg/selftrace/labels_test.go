@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,23 @@ func burn(d time.Duration) uint64 {
 	return x
 }
 
+// Distinct callers of burn, so that a sample's stack says whose work it is.
+//
+//go:noinline
+func burnInSpan(d time.Duration) uint64 { return burn(d) }
+
+//go:noinline
+func burnInChild(d time.Duration) uint64 { return burn(d) }
+
+//go:noinline
+func burnAfter(d time.Duration) uint64 { return burn(d) }
+
+//go:noinline
+func burnInWrappedLoop(d time.Duration) uint64 { return burn(d) }
+
+//go:noinline
+func burnInPlainLoop(d time.Duration) uint64 { return burn(d) }
+
 var sink uint64
 
 // cpuProfile runs f under the Go CPU profiler and returns the profile.
@@ -45,16 +63,31 @@ func cpuProfile(t *testing.T, f func()) *profile.Profile {
 	return p
 }
 
-// labelledValue sums the CPU time of samples by their span_id label ("" for
-// none).
-func labelledValue(p *profile.Profile) map[string]int64 {
-	out := map[string]int64{}
+// spanLabels maps each burnX function (by name suffix) to the span_id
+// labels of the samples taken in it ("" for a sample without one), with
+// the samples' count.
+func spanLabels(p *profile.Profile) map[string]map[string]int {
+	out := map[string]map[string]int{}
 	for _, s := range p.Sample {
-		key := ""
-		if v := s.Label[selftrace.SpanIDLabel]; len(v) > 0 {
-			key = v[0]
+		fn := ""
+		for _, loc := range s.Location {
+			for _, line := range loc.Line {
+				if name := line.Function.Name; fn == "" && strings.Contains(name, ".burn") && !strings.HasSuffix(name, ".burn") {
+					fn = name[strings.LastIndex(name, ".")+1:]
+				}
+			}
 		}
-		out[key] += s.Value[1]
+		if fn == "" {
+			continue
+		}
+		label := ""
+		if v := s.Label[selftrace.SpanIDLabel]; len(v) > 0 {
+			label = v[0]
+		}
+		if out[fn] == nil {
+			out[fn] = map[string]int{}
+		}
+		out[fn][label]++
 	}
 	return out
 }
@@ -71,17 +104,22 @@ func TestDoLabelsTheSpansCPUSamples(t *testing.T) {
 		selftrace.Do(ctx, func(ctx context.Context) {
 			require.Equal(t, sc.TraceID().String(), labelOf(ctx, selftrace.TraceIDLabel))
 			require.Equal(t, sc.SpanID().String(), labelOf(ctx, selftrace.SpanIDLabel))
-			sink += burn(300 * time.Millisecond)
+			sink += burnInSpan(300 * time.Millisecond)
 			done := make(chan struct{}) // a goroutine started inside inherits the labels
-			go func() { sink += burn(200 * time.Millisecond); close(done) }()
+			go func() { sink += burnInChild(200 * time.Millisecond); close(done) }()
 			<-done
 		})
-		sink += burn(200 * time.Millisecond) // after Do: no labels
+		sink += burnAfter(200 * time.Millisecond) // after Do: no labels
 	})
 	span.End()
-	byspan := labelledValue(p)
-	require.Positive(t, byspan[sc.SpanID().String()], "the span's work and its goroutine's: %v", byspan)
-	require.Positive(t, byspan[""], "work after Do is not labelled: %v", byspan)
+	id := sc.SpanID().String()
+	got := spanLabels(p)
+	require.Equal(t, map[string]int{id: got["burnInSpan"][id]}, got["burnInSpan"], "every sample of the span's work is labelled")
+	require.Positive(t, got["burnInSpan"][id])
+	require.Equal(t, map[string]int{id: got["burnInChild"][id]}, got["burnInChild"], "a goroutine started inside inherits the labels")
+	require.Positive(t, got["burnInChild"][id])
+	require.Equal(t, map[string]int{"": got["burnAfter"][""]}, got["burnAfter"], "work after Do is not labelled")
+	require.Positive(t, got["burnAfter"][""])
 	for _, s := range p.Sample {
 		if v := s.Label[selftrace.SpanIDLabel]; len(v) > 0 {
 			require.Equal(t, []string{sc.TraceID().String()}, s.Label[selftrace.TraceIDLabel])
@@ -141,19 +179,24 @@ func TestDialWithoutLabels(t *testing.T) {
 	loopDone := make(chan struct{})
 	// connLoop dials nothing but starts a busy "read loop" the way net/http
 	// does after dialing.
-	var connLoop selftrace.DialFunc = func(context.Context, string, string) (net.Conn, error) {
-		go func() { sink += burn(250 * time.Millisecond); loopDone <- struct{}{} }()
-		return nil, errDialed
+	connLoop := func(work func(time.Duration) uint64) selftrace.DialFunc {
+		return func(context.Context, string, string) (net.Conn, error) {
+			go func() { sink += work(250 * time.Millisecond); loopDone <- struct{}{} }()
+			return nil, errDialed
+		}
 	}
 	p := cpuProfile(t, func() {
 		selftrace.Do(ctx, func(ctx context.Context) {
-			for _, dial := range []selftrace.DialFunc{selftrace.DialWithoutLabels(connLoop), connLoop} {
+			for _, dial := range []selftrace.DialFunc{selftrace.DialWithoutLabels(connLoop(burnInWrappedLoop)), connLoop(burnInPlainLoop)} {
 				go func() { _, _ = dial(ctx, "tcp", "127.0.0.1:1") }() // net/http dials on a goroutine of its own
 				<-loopDone
 			}
 		})
 	})
-	byspan := labelledValue(p)
-	require.Positive(t, byspan[""], "the loop started after the wrapped dial has no labels: %v", byspan)
-	require.Positive(t, byspan[span.SpanContext().SpanID().String()], "the loop started after a plain dial inherits the span's: %v", byspan)
+	id := span.SpanContext().SpanID().String()
+	got := spanLabels(p)
+	require.Equal(t, map[string]int{"": got["burnInWrappedLoop"][""]}, got["burnInWrappedLoop"], "the loop started after the wrapped dial has no labels")
+	require.Positive(t, got["burnInWrappedLoop"][""])
+	require.Equal(t, map[string]int{id: got["burnInPlainLoop"][id]}, got["burnInPlainLoop"], "the loop started after a plain dial inherits the span's")
+	require.Positive(t, got["burnInPlainLoop"][id])
 }
