@@ -1,4 +1,5 @@
 import type { Page, Response } from '@playwright/test';
+import { readFileSync } from 'node:fs';
 
 /**
  * What the browser tests share: the provisioning they read, the demo data
@@ -77,13 +78,13 @@ export function queryResponseWhere(page: Page, match: (q: Partial<Query>) => boo
   });
 }
 
-interface FrameJSON {
+export interface FrameJSON {
   schema: { name?: string; fields: Array<{ name: string }> };
   data?: { values: unknown[][] };
 }
 
 /** The frames of one refId in a query response; fails on a query error. */
-export async function framesOf(resp: Response, refId: string): Promise<FrameJSON[]> {
+export async function framesOf(resp: Pick<Response, 'json'>, refId: string): Promise<FrameJSON[]> {
   const body = (await resp.json()) as { results: Record<string, { error?: string; frames?: FrameJSON[] }> };
   const result = body.results[refId];
   if (!result) {
@@ -112,4 +113,134 @@ export function flameGraphTotal(frames: FrameJSON[]): number {
   }
   const values = column(frame, 'value');
   return values.length > 0 ? Number(values[0]) : 0;
+}
+
+/** The datasources of the provisioning the Grafana under test runs with. */
+export const FLAMEHOUSE: DatasourceRef = { uid: 'flamehouse', type: 'flamehouse-profiles-datasource' };
+/** The exporter-table example (provisioning/examples/otel-exporter.yaml): schema otel. */
+export const FLAMEHOUSE_OTEL: DatasourceRef = { uid: 'flamehouse-otel', type: 'flamehouse-profiles-datasource' };
+
+export const HEAP = 'memory:inuse_space:bytes:space:bytes';
+
+/**
+ * Runs queries through Grafana's query API, as a panel does, and returns the response body. The oracle of what the
+ * browser shows: the same backend answer, read without the UI.
+ */
+export async function dsQuery(
+  page: Page,
+  ds: DatasourceRef,
+  queries: Array<Partial<Query> & Record<string, unknown>>,
+  range: Range = settledHour()
+): Promise<Pick<Response, 'json'>> {
+  const resp = await page.request.post('/api/ds/query', {
+    data: {
+      from: range.from,
+      to: range.to,
+      queries: queries.map((q) => ({ refId: 'A', datasource: ds, ...q })),
+    },
+  });
+  if (!resp.ok() && resp.status() !== 400) {
+    throw new Error(`/api/ds/query answered ${resp.status()}: ${await resp.text()}`);
+  }
+  return resp;
+}
+
+/** Saves a screenshot of a key view among the test artifacts (FLAMEHOUSE_E2E_ARTIFACTS/screenshots). */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  const dir = process.env.FLAMEHOUSE_E2E_ARTIFACTS || 'test-results/e2e';
+  await page.screenshot({ path: `${dir}/screenshots/${name}.png`, fullPage: true });
+}
+
+/** What scripts/e2e.sh loaded through a real Collector into otel_profiles and into Flamehouse's tables. */
+export interface ExporterFixture {
+  service: string;
+  profileType: string;
+  from: number;
+  to: number;
+  cpuNanos: number;
+}
+
+/** The exporter-table fixture, or undefined when the Grafana under test was not set up by scripts/e2e.sh. */
+export function exporterFixture(): ExporterFixture | undefined {
+  const file = process.env.FLAMEHOUSE_E2E_EXPORTER_FIXTURE;
+  return file ? (JSON.parse(readFileSync(file, 'utf8')) as ExporterFixture) : undefined;
+}
+
+export const EXAMPLES_REASON =
+  "FLAMEHOUSE_E2E_EXAMPLES is not set: copy provisioning/examples/*.yaml into Grafana's provisioning/datasources and set it to check them";
+
+export const FIXTURE_REASON =
+  'FLAMEHOUSE_E2E_EXPORTER_FIXTURE is not set: scripts/e2e.sh loads the exporter-table fixture through a real Collector';
+
+const NANOS: Record<string, number> = {
+  ns: 1,
+  µs: 1e3,
+  ms: 1e6,
+  s: 1e9,
+  min: 60e9,
+  mins: 60e9,
+  hour: 3600e9,
+  hours: 3600e9,
+  day: 86400e9,
+  days: 86400e9,
+};
+const SHORT: Record<string, number> = { '': 1, K: 1e3, Mil: 1e6, Bil: 1e9, Tri: 1e12 };
+
+/**
+ * Reads the flame graph's header, e.g. "1.97 s | 1.97 Bil samples (Time)": Grafana's rendering of the root's value
+ * with the frame's unit, then the raw root value in Grafana's short scale, then the unit's title.
+ */
+export function parseFlameGraphHeader(text: string): { nanos: number; raw: number; title: string } {
+  const m =
+    /^\s*([\d.]+)\s*(ns|µs|ms|s|mins?|hours?|days?)\s*\|\s*([\d.]+)\s*(K|Mil|Bil|Tri|)\s*samples\s*\((\w+)\)/.exec(
+      text
+    );
+  if (!m) {
+    throw new Error(`not a flame graph header of a time: ${JSON.stringify(text)}`);
+  }
+  return { nanos: Number(m[1]) * NANOS[m[2]], raw: Number(m[3]) * SHORT[m[4]], title: m[5] };
+}
+
+/** The flame graph's header pill: "<value> | <n> samples (<unit title>)". */
+export function flameGraphHeader(page: Page) {
+  return page.getByText(/ samples \(/).first();
+}
+
+/** Whether two numbers agree to the three significant digits Grafana shows. */
+export function closeTo(shown: number, exact: number): boolean {
+  return Math.abs(shown - exact) <= Math.max(1, Math.abs(exact) * 0.006);
+}
+
+/**
+ * Self and total per function of a flame graph frame (level, value, self, label): a function's total counts once per
+ * path, as Grafana's top table counts it.
+ */
+export function topFunctions(frame: FrameJSON): Map<string, { self: number; total: number }> {
+  const level = column(frame, 'level').map(Number);
+  const value = column(frame, 'value').map(Number);
+  const self = column(frame, 'self').map(Number);
+  const label = labelsOf(frame);
+  const out = new Map<string, { self: number; total: number }>();
+  const path: string[] = [];
+  for (let i = 0; i < level.length; i++) {
+    path.length = level[i];
+    const name = label[i];
+    const entry = out.get(name) ?? { self: 0, total: 0 };
+    entry.self += self[i];
+    if (!path.includes(name)) {
+      entry.total += value[i];
+    }
+    out.set(name, entry);
+    path.push(name);
+  }
+  return out;
+}
+
+/** The label column of a frame, resolving an enum field to its texts. */
+export function labelsOf(frame: FrameJSON): string[] {
+  const i = frame.schema.fields.findIndex((f) => f.name === 'label');
+  const values = frame.data?.values[i] ?? [];
+  const field = frame.schema.fields[i] as { config?: { type?: { enum?: { text?: string[] } } } };
+  const text = field.config?.type?.enum?.text;
+  return values.map((v) => (text ? text[Number(v)] : String(v)));
 }
