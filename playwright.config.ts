@@ -20,9 +20,7 @@ const artifacts = process.env.FLAMEHOUSE_E2E_ARTIFACTS || join(__dirname, 'test-
 
 // Said once, by the runner (workers load this file too, with TEST_WORKER_INDEX set).
 if (!grafanaUrl && process.env.TEST_WORKER_INDEX === undefined) {
-  console.log(
-    `${process.env.FLAMEHOUSE_E2E_SKIP_REASON || 'GRAFANA_URL is not set'}: the browser tests are skipped.`
-  );
+  console.log(`${process.env.FLAMEHOUSE_E2E_SKIP_REASON || 'GRAFANA_URL is not set'}: the browser tests are skipped.`);
 }
 
 const browser = {
@@ -50,7 +48,8 @@ export default defineConfig<PluginOptions>({
   workers: 2,
   fullyParallel: true,
   forbidOnly: !!process.env.CI,
-  retries: process.env.CI ? 1 : 0,
+  // In CI (FLAMEHOUSE_E2E_REQUIRE=1) a spec that passes only on its retry is reported as flaky.
+  retries: process.env.CI || process.env.FLAMEHOUSE_E2E_REQUIRE === '1' ? 1 : 0,
   // Queries of a cold datasource read ClickHouse for the first time.
   timeout: 90_000,
   expect: { timeout: 20_000 },

@@ -2,6 +2,8 @@
 # Installs what Flamehouse needs on a Debian machine that has Go and Node:
 # the npm packages (frontend toolchain and @chdb/lib-linux-x64-gnu, the
 # embedded ClickHouse engine) and the Go modules. Safe to run repeatedly.
+# With --browser (the test command) it also installs Debian's Chromium for
+# the browser specs when it is missing and this runs as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,3 +24,13 @@ if [ ! -f node_modules/@chdb/lib-linux-x64-gnu/libchdb.so ]; then
   exit 1
 fi
 go mod download
+
+if [ "${1:-}" = --browser ] && [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> apt-get install chromium (Debian's Chromium for the browser specs)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "note: no Chromium at ${CHROMIUM_PATH:-/usr/bin/chromium}; the browser specs need it (sudo apt-get install chromium)"
+  fi
+fi

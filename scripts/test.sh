@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test: vet and lint, Go unit and integration tests (against the
 # embedded ClickHouse engine, or FLAMEHOUSE_CLICKHOUSE_URL), benchmarks once,
-# the frontend's typecheck, lint, Jest and build, the plugin backend build,
+# the frontend's typecheck, lint and Jest, the plugin's release zip, the
+# browser specs in a real Grafana installed from that zip (scripts/e2e.sh:
+# GRAFANA_URL, GRAFANA_HOME, GRAFANA_TARBALL or ../shared/grafana; skipped
+# with the reason when there is none, failed when FLAMEHOUSE_E2E_REQUIRE=1),
 # and a smoke test of ./scripts/run.sh. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +14,7 @@ GOLANGCI_LINT_VERSION=v2.15.0
 GO_PKGS=(./cmd/... ./internal/... ./pkg/...)
 step() { printf '\n==> %s\n' "$*"; }
 
-./scripts/setup.sh
+./scripts/setup.sh --browser
 
 step "go vet"
 go vet "${GO_PKGS[@]}"
@@ -64,18 +67,18 @@ npm run lint
 npm run format:check
 npm run test:ci
 
-step "browser e2e specs: run against GRAFANA_URL, else listed as skipped with the reason"
-if [ -z "${GRAFANA_URL:-}" ]; then
-  echo "GRAFANA_URL is not set: no Grafana to run the browser tests against (see docs/grafana.md)"
-fi
-npm run e2e
-
-step "plugin: frontend bundle and backend binary (dist/)"
-npm run build
-go tool mage -v build:linux
+step "plugin: the release zip (frontend and six backends in dist/, go tool mage package)"
+package_started=$SECONDS
+go tool mage package
 for f in dist/plugin.json dist/module.js dist/gpx_flamehouse_linux_amd64; do
   [ -s "$f" ] || { echo "missing build output: $f" >&2; exit 1; }
 done
+echo "release zip built in $((SECONDS - package_started)) s"
+
+step "browser specs in a real Grafana with the plugin installed from the zip (scripts/e2e.sh)"
+e2e_started=$SECONDS
+FLAMEHOUSE_PLUGIN_ZIP=$(ls -t release/flamehouse-profiles-datasource-*.zip | head -n 1) ./scripts/e2e.sh
+echo "browser step took $((SECONDS - e2e_started)) s"
 
 step "smoke: ./scripts/run.sh starts the engine with the schema"
 ./scripts/smoke.sh
