@@ -31,10 +31,7 @@ func TestDemoOutOfTheBox(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine; skipped under -short")
 	}
-	cfg := DefaultConfig()
-	cfg.Embedded.DataDir = t.TempDir()
-	cfg.Embedded.ListenAddress = "127.0.0.1:0"
-	cfg.Ingest.Receiver.GRPCListenAddress, cfg.Ingest.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
+	cfg := localConfig(t)
 	ctx := context.Background()
 	start := time.Now()
 	svc, err := Start(ctx, cfg, slog.New(slog.DiscardHandler), Everything)
@@ -168,10 +165,7 @@ func TestSelfTracingOff(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine; skipped under -short")
 	}
-	cfg := DefaultConfig()
-	cfg.Embedded.DataDir = t.TempDir()
-	cfg.Embedded.ListenAddress = "127.0.0.1:0"
-	cfg.Ingest.Receiver.GRPCListenAddress, cfg.Ingest.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
+	cfg := localConfig(t)
 	cfg.SelfProfile.Traces = false
 	ctx := context.Background()
 	svc, err := Start(ctx, cfg, slog.New(slog.DiscardHandler), Everything)
@@ -188,4 +182,14 @@ func TestSelfTracingOff(t *testing.T) {
 	var tables uint64
 	require.NoError(t, svc.Conn().QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = 'otel' AND name LIKE 'otel_traces%'").Scan(&tables))
 	require.Zero(t, tables)
+}
+
+// localConfig is the default configuration on a temporary data directory
+// and free loopback ports.
+func localConfig(t *testing.T) Config {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Embedded.DataDir, cfg.Embedded.ListenAddress = t.TempDir(), "127.0.0.1:0"
+	cfg.Ingest.Receiver.GRPCListenAddress, cfg.Ingest.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
+	return cfg
 }

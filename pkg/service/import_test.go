@@ -25,9 +25,7 @@ func TestImportMatchesPprofTop(t *testing.T) {
 	pproftest.RecordCPU(t, path, 1500*time.Millisecond)
 	wantFlat, wantCum := pproftest.Top(t, path)
 
-	cfg := DefaultConfig()
-	cfg.Embedded.DataDir, cfg.Embedded.ListenAddress = t.TempDir(), "127.0.0.1:0"
-	cfg.Ingest.Receiver.GRPCListenAddress, cfg.Ingest.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
+	cfg := localConfig(t)
 	cfg.SelfProfile.Enabled = false
 	cfg.Schema.Retention = schema.Retention{}
 	ctx := context.Background()
