@@ -221,6 +221,14 @@ type Batch struct {
 	// Events counts the profiling events (sample timestamps or values)
 	// behind the sample rows.
 	Events int64
+	// DedupToken, when set, identifies the request the batch came from
+	// across deliveries (a hash of its content, say): the writer then
+	// inserts the batch's samples in an insert of their own under this
+	// insert_deduplication_token, so that a request delivered again after
+	// its rows were committed (a Collector's persistent queue replaying
+	// after a crash) is not stored twice. Empty: the samples share an
+	// insert with other requests' under a token of the writer's.
+	DedupToken string
 }
 
 // NewBatch returns an empty batch.

@@ -11,15 +11,12 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/grpc/codes"
 
-	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
-	"github.com/flamehouse/flamehouse/pkg/ingest/model"
+	"github.com/flamehouse/flamehouse/pkg/ingest/pipeline"
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 )
 
 // Writer commits a batch's rows; *writer.Writer implements it.
-type Writer interface {
-	Write(ctx context.Context, b *model.Batch) error
-}
+type Writer = pipeline.Writer
 
 // exportError is a non-success answer as each protocol states it.
 type exportError struct {
@@ -73,50 +70,57 @@ func retryable(resourceExhausted bool, after time.Duration, reason, format strin
 }
 
 // export validates, converts and writes one request (its protobuf
-// encoding) for a tenant. The batch's strings alias payload.
+// encoding) for a tenant through the pipeline, and states the outcome as
+// OTLP answers it: partial_success for rejected profiles, InvalidArgument /
+// 400 for a request that cannot be stored, a retryable error when the rows
+// were not committed. Rate limits apply between conversion and write.
 func (r *Receiver) export(ctx context.Context, tenant string, payload []byte) (*collectorpb.ExportProfilesServiceResponse, *exportError) {
-	opts := convert.DefaultOptions(tenant)
-	opts.CPUSamplesAsTime = r.cfg.CPUSamplesAsTime
-	res, err := convert.Protobuf(payload, opts)
+	out, err := r.pipeline.Export(ctx, pipeline.Request{
+		Tenant: tenant, Payload: payload,
+		Admit: func(events int64) error {
+			if eerr := r.admit(tenant, events); eerr != nil {
+				return eerr
+			}
+			return nil
+		},
+	})
+	annotate(ctx, tenant, out.Profiles, len(out.Rejected), out.Events)
 	if err != nil {
-		var re *convert.RequestError
-		if errors.As(err, &re) {
-			r.metrics.rejected.WithLabelValues(tenant, string(re.Reason)).Add(float64(re.Profiles))
-			return nil, badRequest(string(re.Reason), "%s", re.Message)
+		var invalid *pipeline.InvalidError
+		var werr *pipeline.WriteError
+		var eerr *exportError
+		switch {
+		case errors.As(err, &invalid):
+			return nil, badRequest(string(invalid.Reason), "%s", invalid.Message)
+		case errors.As(err, &eerr):
+			return nil, eerr
+		case errors.As(err, &werr):
+			return nil, writeFailure(werr.Err)
 		}
-		return nil, badRequest("invalid", "%v", err)
-	}
-	r.metrics.received.WithLabelValues(tenant).Add(float64(res.Profiles))
-	annotate(ctx, tenant, res.Profiles, len(res.Rejected), res.Batch.Events)
-	for reason, n := range res.ReasonCounts() {
-		r.metrics.rejected.WithLabelValues(tenant, string(reason)).Add(float64(n))
-	}
-	if res.Profiles > 0 && res.Accepted() == 0 {
-		return nil, badRequest("all_rejected", "%s", res.Summary(maxMessageBytes))
-	}
-	if ok, wait := r.limiter.allow(tenant, res.Batch.Events, time.Now()); !ok {
-		if wait < 0 {
-			return nil, retryable(true, time.Minute, "rate_limited", "the request carries %d samples, more than tenant %q may send at once "+
-				"(limits.burst); send smaller requests or raise the burst", res.Batch.Events, tenant)
-		}
-		return nil, retryable(true, wait, "rate_limited", "tenant %q is over its limit of %g samples/s; retry in %s",
-			tenant, r.cfg.limitsFor(tenant).SamplesPerSecond, wait.Round(time.Millisecond))
-	}
-	if err := r.writer.Write(ctx, res.Batch); err != nil {
 		return nil, writeFailure(err)
 	}
-	r.metrics.samples.WithLabelValues(tenant).Add(float64(res.Batch.Events))
 	resp := &collectorpb.ExportProfilesServiceResponse{}
-	if len(res.Rejected) > 0 {
+	if len(out.Rejected) > 0 {
 		resp.PartialSuccess = &collectorpb.ExportProfilesPartialSuccess{
-			RejectedProfiles: int64(len(res.Rejected)), ErrorMessage: res.Summary(maxMessageBytes),
+			RejectedProfiles: int64(len(out.Rejected)), ErrorMessage: out.Summary,
 		}
 	}
 	return resp, nil
 }
 
-// maxMessageBytes bounds partial_success and error messages.
-const maxMessageBytes = 4096
+// admit applies the tenant's rate limit to a request of events.
+func (r *Receiver) admit(tenant string, events int64) *exportError {
+	ok, wait := r.limiter.allow(tenant, events, time.Now())
+	switch {
+	case ok:
+		return nil
+	case wait < 0:
+		return retryable(true, time.Minute, "rate_limited", "the request carries %d samples, more than tenant %q may send at once "+
+			"(limits.burst); send smaller requests or raise the burst", events, tenant)
+	}
+	return retryable(true, wait, "rate_limited", "tenant %q is over its limit of %g samples/s; retry in %s",
+		tenant, r.cfg.limitsFor(tenant).SamplesPerSecond, wait.Round(time.Millisecond))
+}
 
 // writeFailure maps a writer error to a retryable answer: nothing of the
 // request was acknowledged, the sender keeps it and tries again.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
 )
 
 type metrics struct {
@@ -41,4 +43,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// Received, Rejected and Written record the pipeline's counts
+// (pipeline.Recorder).
+func (m *metrics) Received(tenant string, profiles int) {
+	m.received.WithLabelValues(tenant).Add(float64(profiles))
+}
+
+// Rejected counts profiles that were not stored, by reason.
+func (m *metrics) Rejected(tenant string, reason convert.Reason, profiles int) {
+	m.rejected.WithLabelValues(tenant, string(reason)).Add(float64(profiles))
+}
+
+// Written counts the events of a committed request.
+func (m *metrics) Written(tenant string, _ int, events int64) {
+	m.samples.WithLabelValues(tenant).Add(float64(events))
 }

@@ -16,13 +16,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
+	"github.com/flamehouse/flamehouse/pkg/ingest/pipeline"
 	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
 // Receiver serves the OTLP endpoints.
 type Receiver struct {
 	cfg      Config
-	writer   Writer
+	pipeline *pipeline.Pipeline
 	log      *slog.Logger
 	metrics  *metrics
 	limiter  *limiter
@@ -46,9 +47,10 @@ func New(cfg Config, w Writer, ready func(context.Context) error, log *slog.Logg
 		return nil, err
 	}
 	r := &Receiver{
-		cfg: cfg, writer: w, log: log, metrics: m, limiter: newLimiter(&cfg), ready: ready, runErr: make(chan error, 1),
+		cfg: cfg, log: log, metrics: m, limiter: newLimiter(&cfg), ready: ready, runErr: make(chan error, 1),
 		tracer: selftrace.Tracer(tracerScope, opts...),
 	}
+	r.pipeline = pipeline.New(w, pipeline.Options{CPUSamplesAsTime: cfg.CPUSamplesAsTime}, m)
 	scfg, err := r.serverConfig(reg)
 	if err != nil {
 		return nil, err

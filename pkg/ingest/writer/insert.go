@@ -164,11 +164,45 @@ const sampleColumns = "Timestamp, TenantId, ServiceName, ProfileType, StackId, S
 
 var sampleColumnNames = strings.Split(sampleColumns, ", ")
 
-// insertSamples sends the samples of every request as one insert: a
-// Native block encoded here when ClickHouse is reached over HTTP, else
-// clickhouse-go's batch. A deduplication token makes a retried insert that
-// had in fact committed a no-op.
+// insertSamples sends the samples of every request: those of requests
+// without a deduplication token of their own as one insert, each other
+// request's as an insert of its own (see model.Batch.DedupToken). Each
+// insert is a Native block encoded here when ClickHouse is reached over
+// HTTP, else clickhouse-go's batch, and carries a deduplication token, so
+// that a retried insert that had in fact committed is a no-op.
 func (w *Writer) insertSamples(ctx context.Context, ps []*pending) (int, error) {
+	n := 0
+	for _, g := range sampleGroups(ps) {
+		rows, err := w.insertSampleGroup(ctx, g)
+		if err != nil {
+			return n, err
+		}
+		n += rows
+	}
+	return n, nil
+}
+
+// sampleGroups splits a write's requests into the groups that get an
+// insert each: the requests without a token of their own together, in
+// their order, then every request with one alone.
+func sampleGroups(ps []*pending) [][]*pending {
+	var shared []*pending
+	var groups [][]*pending
+	for _, p := range ps {
+		if p.batch.DedupToken != "" {
+			groups = append(groups, []*pending{p})
+		} else {
+			shared = append(shared, p)
+		}
+	}
+	if len(shared) > 0 {
+		groups = append([][]*pending{shared}, groups...)
+	}
+	return groups
+}
+
+// insertSampleGroup sends one group's samples as one insert.
+func (w *Writer) insertSampleGroup(ctx context.Context, ps []*pending) (int, error) {
 	n := 0
 	for _, p := range ps {
 		n += len(p.batch.Samples)
@@ -176,7 +210,12 @@ func (w *Writer) insertSamples(ctx context.Context, ps []*pending) (int, error) 
 	if n == 0 {
 		return 0, nil
 	}
-	settings := map[string]string{"insert_deduplication_token": dedupToken(ps)}
+	settings := map[string]string{
+		"insert_deduplication_token": dedupToken(ps),
+		// The rollups' views deduplicate the same insert too, where their
+		// tables keep a deduplication window.
+		"deduplicate_blocks_in_dependent_materialized_views": "1",
+	}
 	insert := "INSERT INTO " + w.tables.Qualified(schema.Samples) + " (" + sampleColumns + ")"
 	if w.native != nil {
 		return n, w.native.Insert(ctx, insert, settings, encodeSamples(ps))
@@ -228,10 +267,14 @@ func (w *Writer) batchSamples(ctx context.Context, insert string, settings map[s
 	return b.Send()
 }
 
-// dedupToken identifies a group of requests across retries.
+// dedupToken identifies a group of requests across retries: a request's
+// own token when it is alone with one, else a random token of the group.
 func dedupToken(ps []*pending) string {
 	if len(ps) == 0 {
 		return ""
+	}
+	if len(ps) == 1 && ps[0].batch.DedupToken != "" {
+		return ps[0].batch.DedupToken
 	}
 	// The first pending of a group is unique to it and stays first across
 	// retries unless it expires, in which case the content changes too.
