@@ -181,6 +181,9 @@ type frameBuilder struct {
 	self  []int64
 	label []data.EnumItemIndex
 	enum  enumTexts
+	// diff adds the right side's fields, valueRight and selfRight.
+	diff                  bool
+	valueRight, selfRight []int64
 }
 
 func newFrameBuilder(names *Names, rows int) *frameBuilder {
@@ -201,6 +204,18 @@ func (b *frameBuilder) addText(level int32, total, self int64, label string) {
 	b.add(level, total, self, b.enum.ofText(label))
 }
 
+func (b *frameBuilder) addDiffID(level int32, total, self, totalRight, selfRight int64, label int32) {
+	b.addID(level, total, self, label)
+	b.valueRight = append(b.valueRight, totalRight)
+	b.selfRight = append(b.selfRight, selfRight)
+}
+
+func (b *frameBuilder) addDiffText(level int32, total, self, totalRight, selfRight int64, label string) {
+	b.addText(level, total, self, label)
+	b.valueRight = append(b.valueRight, totalRight)
+	b.selfRight = append(b.selfRight, selfRight)
+}
+
 func (b *frameBuilder) add(level int32, total, self int64, label data.EnumItemIndex) {
 	b.level = append(b.level, int64(level))
 	b.value = append(b.value, total)
@@ -218,6 +233,12 @@ func (b *frameBuilder) frame(unit string) *data.Frame {
 		data.NewField("self", nil, b.self).SetConfig(&data.FieldConfig{Unit: unit}),
 		data.NewField("label", nil, b.label).SetConfig(labelConfig),
 	)
+	if b.diff {
+		frame.Fields = append(frame.Fields,
+			data.NewField("valueRight", nil, nonNil(b.valueRight)).SetConfig(&data.FieldConfig{Unit: unit}),
+			data.NewField("selfRight", nil, nonNil(b.selfRight)).SetConfig(&data.FieldConfig{Unit: unit}),
+		)
+	}
 	return frame.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeFlameGraph})
 }
 
@@ -275,4 +296,12 @@ func (e *enumTexts) add(text string) data.EnumItemIndex {
 	}
 	e.texts = append(e.texts, text)
 	return data.EnumItemIndex(n)
+}
+
+// nonNil is v, or an empty slice for nil (a field of no rows).
+func nonNil(v []int64) []int64 {
+	if v == nil {
+		return []int64{}
+	}
+	return v
 }

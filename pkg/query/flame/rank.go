@@ -49,6 +49,12 @@ func (c candidate) rowsAt(cut int64) int {
 func (t *Tree) threshold(limit int) int64 {
 	r := ranker{capacity: limit}
 	r.replay(t)
+	return r.cut(limit)
+}
+
+// cut is the smallest threshold of the ranked candidates at which the rows
+// number at most limit (see Tree.threshold), or foldAll.
+func (r *ranker) cut(limit int) int64 {
 	floor := r.heap[0].total
 	var candidates []candidate
 	var cuts []int64

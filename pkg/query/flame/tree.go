@@ -118,6 +118,8 @@ type step struct {
 	open   []int32
 	tail   []int32
 	value  int64
+	// stack is the stack's index in the order added.
+	stack int32
 }
 
 func (t *Tree) step(i int) step {
@@ -131,5 +133,6 @@ func (t *Tree) step(i int) step {
 		open:   stack[t.shared[i]:kept],
 		tail:   stack[kept:],
 		value:  t.values[t.order[i]],
+		stack:  t.order[i],
 	}
 }
