@@ -28,20 +28,40 @@ func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataReques
 	if ds := req.PluginContext.DataSourceInstanceSettings; ds != nil {
 		engine.DatasourceUID, engine.DatasourceName = ds.UID, ds.Name
 	}
-	ctx = d.queryContext(ctx, req.PluginContext.User, req.GetHTTPHeader("X-Dashboard-Uid"), req.GetHTTPHeader("X-Panel-Id"))
+	alert := fromAlert(req.Headers)
+	ctx = d.queryContext(ctx, req.PluginContext.User, req.GetHTTPHeader("X-Dashboard-Uid"), req.GetHTTPHeader("X-Panel-Id"), header(req.Headers, "X-Rule-Uid"))
 	for _, q := range req.Queries {
-		resp.Responses[q.RefID] = d.query(ctx, engine, q)
+		resp.Responses[q.RefID] = d.query(ctx, engine, q, alert)
 	}
 	return resp, nil
 }
 
-func (d *Datasource) query(ctx context.Context, engine *query.Engine, q backend.DataQuery) backend.DataResponse {
-	r, err := query.ParseRequest(q.JSON, q.TimeRange.From, q.TimeRange.To, q.Interval, d.settings.queryOptions())
+// header is a plain (not http_) request header, whatever its case.
+func header(headers map[string]string, name string) string {
+	for k, v := range headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+// fromAlert reports whether a request comes from Grafana's alert
+// evaluation, which marks it with the FromAlert header (whose name may
+// arrive canonicalised, "Fromalert").
+func fromAlert(headers map[string]string) bool {
+	return header(headers, backend.FromAlertHeaderName) == "true"
+}
+
+func (d *Datasource) query(ctx context.Context, engine *query.Engine, q backend.DataQuery, alert bool) backend.DataResponse {
+	opts := d.settings.queryOptions()
+	opts.Alert = alert
+	r, err := query.ParseRequest(q.JSON, q.TimeRange.From, q.TimeRange.To, q.Interval, opts)
 	if err != nil {
 		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream, "invalid query: "+err.Error())
 	}
 	frames, err := engine.Run(ctx, r)
-	if errors.Is(err, query.ErrNoTracesTable) {
+	if errors.Is(err, query.ErrNoTracesTable) || errors.Is(err, query.ErrNotForAlerts) {
 		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream, err.Error())
 	}
 	if err != nil {
@@ -82,10 +102,13 @@ func (d *Datasource) engine() (*query.Engine, error) {
 // queryContext carries the ClickHouse settings of the datasource's
 // queries: a time limit, a result limit, and a log_comment naming the
 // Grafana user, dashboard and panel (visible in system.query_log).
-func (d *Datasource) queryContext(ctx context.Context, user *backend.User, dashboard, panel string) context.Context {
+func (d *Datasource) queryContext(ctx context.Context, user *backend.User, dashboard, panel, rule string) context.Context {
 	var who []string
 	if user != nil && user.Login != "" {
 		who = append(who, "grafana_user:"+user.Login)
+	}
+	if rule != "" {
+		who = append(who, "grafana_rule:"+rule)
 	}
 	if dashboard != "" {
 		who = append(who, "grafana_dashboard:"+dashboard)

@@ -535,7 +535,7 @@ func TestQueriesCarryLimitsAndLogComment(t *testing.T) {
 	ds := instance(t, settings, nil)
 	conn, err := ds.connection()
 	require.NoError(t, err)
-	ctx := ds.queryContext(context.Background(), &backend.User{Login: "alice"}, "dash-1", "7")
+	ctx := ds.queryContext(context.Background(), &backend.User{Login: "alice"}, "dash-1", "7", "")
 	var comment, overflow string
 	var timeout float64
 	var rows uint64

@@ -44,7 +44,7 @@ func (d *Datasource) CallResource(ctx context.Context, req *backend.CallResource
 	if err != nil {
 		return sendError(sender, http.StatusBadRequest, "datasource settings: "+err.Error())
 	}
-	ctx = d.queryContext(ctx, req.PluginContext.User, "", "")
+	ctx = d.queryContext(ctx, req.PluginContext.User, "", "", "")
 	var result any
 	switch strings.Trim(req.Path, "/") {
 	case "profileTypes":

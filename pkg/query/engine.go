@@ -48,6 +48,16 @@ const (
 
 // Run answers a request with its frames.
 func (e *Engine) Run(ctx context.Context, r *Request) (data.Frames, error) {
+	if r.Alert && (r.Type == TypeProfile || r.Type == TypeDiff || r.Type == TypeTraces || r.Type == TypeSpans) {
+		return nil, notForAlerts(r.Type)
+	}
+	if r.Type == TypeDiff {
+		f, err := e.diff(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		return data.Frames{f}, nil
+	}
 	var traces *tracesTables
 	if r.Type == TypeTraces || r.Type == TypeSpans || r.TraceID != "" {
 		var err error
@@ -76,7 +86,7 @@ func (e *Engine) Run(ctx context.Context, r *Request) (data.Frames, error) {
 		return data.Frames{f}, nil
 	}
 	var frames data.Frames
-	if r.Type != TypeMetrics {
+	if r.Type == TypeProfile || r.Type == TypeTable || (r.Type == TypeBoth && !r.Alert) {
 		stacks, labels, err := l.stacks(ctx, r)
 		if err != nil {
 			return nil, err
@@ -189,6 +199,9 @@ func stacksFrame(r *Request, stacks []stackValue, labels map[uint64]string) *dat
 		fns := flame.NewFunctions(names)
 		for _, s := range stacks {
 			fns.Add(resolve(path, s.frames, ids, names), s.value)
+		}
+		if r.Alert {
+			return alertTableFrame(fns.Top(r.Limit), unit)
 		}
 		return flame.TableFrame(fns.Top(r.Limit), unit)
 	}
@@ -375,12 +388,13 @@ func (e *Engine) series(ctx context.Context, r *Request, keys map[string]bool, a
 	gauge := r.ProfileType.Gauge()
 	segs := plan(from, to, f.seriesSource(len(seriesCols) > 0, groupRaw, gauge), step)
 	q := seriesSQL(&p, e.Tables, e.Tenant, f, segs, step, groups, seriesCols, groupRaw, gauge)
-	return scanSeries(ctx, e, q, &p, len(groups), acc)
+	return scanSeries(ctx, e, q, &p, len(groups), f.part != "", acc)
 }
 
 // scanSeries runs a series query of (t, group labels..., value) rows, the
-// value a Float64 (bucketQuery), into acc.
-func scanSeries(ctx context.Context, e *Engine, q string, p *params, groups int, acc *seriesAccumulator) error {
+// value a Float64 (bucketQuery), plus the denominator d of a ratio query
+// with a part, into acc.
+func scanSeries(ctx context.Context, e *Engine, q string, p *params, groups int, part bool, acc *seriesAccumulator) error {
 	rows, err := e.Conn.Query(ctx, q, p.args...)
 	if err != nil {
 		return fmt.Errorf("sum samples per interval: %w", err)
@@ -388,17 +402,20 @@ func scanSeries(ctx context.Context, e *Engine, q string, p *params, groups int,
 	defer rows.Close()
 	for rows.Next() {
 		var t int64
-		var v float64
+		var v, d float64
 		labels := make([]string, groups)
 		dest := []any{&t}
 		for i := range labels {
 			dest = append(dest, &labels[i])
 		}
 		dest = append(dest, &v)
+		if part {
+			dest = append(dest, &d)
+		}
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		acc.add(labels, t, v)
+		acc.add(labels, t, v, d)
 	}
 	return rows.Err()
 }

@@ -137,7 +137,21 @@ func (l *otelLayout) requestWhere(p *params, r *Request, from int64) (where, val
 	if r.traceSpans != nil {
 		where += " AND " + r.traceSpans.cond(p)
 	}
+	if r.Function != "" && !r.Ratio {
+		where += " AND " + otelFunctionCond(p, r)
+	}
 	return where, value
+}
+
+// otelFunctionCond is true for rows whose stack goes through the request's
+// function (whose leaf is it, with self): the exporter keeps a row's
+// frames in parallel arrays, leaf first.
+func otelFunctionCond(p *params, r *Request) string {
+	labels := "arrayMap(" + otelFrameLabel + ", FunctionNames, MappingFileNames, FileNames, Addresses)"
+	if r.FunctionSelf {
+		return "(notEmpty(FunctionNames) AND " + labels + "[1] = " + p.str(r.Function) + ")"
+	}
+	return "has(" + labels + ", " + p.str(r.Function) + ")"
 }
 
 // stacks sums values per stack and names each stack's frames from one of
@@ -196,7 +210,10 @@ func (l *otelLayout) series(ctx context.Context, r *Request, acc *seriesAccumula
 	if r.ProfileType.Gauge() {
 		b.series, b.snapshot = "cityHash64(ServiceName, mapSort(ResourceAttributes))", "Timestamp"
 	}
-	return scanSeries(ctx, l.e, b.sql(&p, step), &p, len(r.GroupBy), acc)
+	if r.Function != "" && r.Ratio {
+		b.part = otelFunctionCond(&p, r)
+	}
+	return scanSeries(ctx, l.e, b.sql(&p, step), &p, len(r.GroupBy), b.part != "", acc)
 }
 
 // scopeWhere renders a lookup's scope.

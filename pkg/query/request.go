@@ -29,6 +29,13 @@ const (
 	TypeTable   = "table"   // top functions
 	TypeTraces  = "traces"  // a trace's spans (from the exporter's otel_traces), marked where they have samples
 	TypeSpans   = "spans"   // the spans with the most profile value
+	TypeDiff    = "diff"    // a diff flame graph: the selection over the range against a baseline
+)
+
+// Values of a function filter (JSON functionValue).
+const (
+	FunctionTotal = "total" // the stacks that contain the function
+	FunctionSelf  = "self"  // the stacks whose leaf is the function
 )
 
 // Limits on what a query may ask for.
@@ -57,6 +64,48 @@ type JSON struct {
 	// time-series point's interval: a series' flame graph link sets them.
 	IntervalStart   string `json:"intervalStart"`
 	IntervalSeconds int64  `json:"intervalSeconds"`
+	// Function keeps the stacks through one function (a flame graph label,
+	// e.g. regexp.Compile): its total, or with FunctionValue "self" the
+	// stacks whose leaf it is.
+	Function      string `json:"function"`
+	FunctionValue string `json:"functionValue"`
+	// Ratio makes time series shares: of the group's total without the
+	// function filter, or without a function of all groups' total.
+	Ratio bool `json:"ratio"`
+	// Left is the baseline of a diff query; the query itself is the right
+	// side (the comparison) over the query's range.
+	Left *SideJSON `json:"left"`
+}
+
+// SideJSON is the left side of a diff query: its label selector (empty:
+// the query's) and time range, the query's shifted back by Offset (a
+// Grafana duration, e.g. 1h, 7d; default: the range's own length, the
+// previous period) or From and To (Unix milliseconds, an RFC 3339 time or
+// a Grafana relative time such as now-2d or now-1d/d).
+type SideJSON struct {
+	LabelSelector string   `json:"labelSelector"`
+	Offset        string   `json:"offset"`
+	From          TimeText `json:"from"`
+	To            TimeText `json:"to"`
+}
+
+// TimeText is a time as JSON gives it: a number (Unix milliseconds) or a
+// string.
+type TimeText string
+
+// UnmarshalJSON accepts a string or a number.
+func (t *TimeText) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*t = TimeText(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("a time is a string or a number of milliseconds, not %s", truncate(string(b)))
+	}
+	*t = TimeText(n.String())
+	return nil
 }
 
 // Request is a validated query over a time range.
@@ -75,6 +124,18 @@ type Request struct {
 	// Padding is the datasource's span window padding, which widens span
 	// and trace reads.
 	Padding time.Duration
+
+	// Function and FunctionSelf filter the stacks by a function (see
+	// JSON.Function); Ratio makes time series shares (JSON.Ratio).
+	Function     string
+	FunctionSelf bool
+	Ratio        bool
+	// Left is a diff query's baseline: a profile request over its own
+	// selection and range; the diff request is the comparison.
+	Left *Request
+	// Alert is set for queries of Grafana's alert evaluation, which reads
+	// numbers only: time series, or one number per row.
+	Alert bool
 
 	// rangeFrom and rangeTo are the time range as sent, before padding:
 	// the range of the links the frames carry.
@@ -119,6 +180,17 @@ type Options struct {
 	SpanPadding time.Duration
 	// MinStep is the shortest time-series interval.
 	MinStep time.Duration
+	// Alert marks queries of Grafana's alert evaluation (Request.Alert).
+	Alert bool
+	// Now is the time relative times (now-1h) are read at; nil: the clock.
+	Now func() time.Time
+}
+
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
 }
 
 // ParseRequest decodes and validates one query. Every problem is reported
@@ -128,7 +200,7 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	if err := json.Unmarshal(raw, &q); err != nil {
 		return nil, fmt.Errorf("the query is not valid JSON: %w", err)
 	}
-	r := &Request{From: from, To: to, Padding: opts.SpanPadding, rangeFrom: from, rangeTo: to}
+	r := &Request{From: from, To: to, Padding: opts.SpanPadding, rangeFrom: from, rangeTo: to, Alert: opts.Alert}
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -144,6 +216,12 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	add(r.setSpans(q.SpanSelector, q.TraceID))
 	add(r.setGroupBy(q.GroupBy))
 	add(r.setLimits(q.Limit, q.MaxNodes, opts.DefaultMaxNodes))
+	add(r.setFunction(q.Function, q.FunctionValue, q.Ratio))
+	if r.Type == TypeDiff {
+		add(r.setLeft(q.Left, opts.now()))
+	} else if q.Left != nil {
+		add(fmt.Errorf("left is the baseline of a diff query; queryType %q has none", r.Type))
+	}
 	if !to.After(from) {
 		add(fmt.Errorf("the time range is empty: %s is not after %s", to.Format(time.RFC3339), from.Format(time.RFC3339)))
 	} else {
@@ -202,12 +280,102 @@ func (r *Request) setType(t string) error {
 	switch t {
 	case "":
 		r.Type = TypeProfile
-	case TypeProfile, TypeMetrics, TypeBoth, TypeTable, TypeTraces, TypeSpans:
+	case TypeProfile, TypeMetrics, TypeBoth, TypeTable, TypeTraces, TypeSpans, TypeDiff:
 		r.Type = t
 	default:
-		return fmt.Errorf("queryType %q is not one of profile, metrics, both, table, traces, spans", t)
+		return fmt.Errorf("queryType %q is not one of profile, metrics, both, table, traces, spans, diff", t)
 	}
 	return nil
+}
+
+// maxFunctionLength bounds a function filter's name.
+const maxFunctionLength = 4096
+
+// setFunction sets the function filter and the ratio option.
+func (r *Request) setFunction(fn, value string, ratio bool) error {
+	var errs []error
+	fn = strings.TrimSpace(fn)
+	switch {
+	case len(fn) > maxFunctionLength:
+		errs = append(errs, fmt.Errorf("function is %d bytes long; at most %d are allowed", len(fn), maxFunctionLength))
+	case fn != "" && (r.Type == TypeTraces || r.Type == TypeSpans):
+		errs = append(errs, fmt.Errorf("function filters flame graphs, tables and time series, not queryType %q", r.Type))
+	}
+	switch value {
+	case "", FunctionTotal:
+	case FunctionSelf:
+		r.FunctionSelf = true
+	default:
+		errs = append(errs, fmt.Errorf("functionValue %q is not %q or %q", truncate(value), FunctionTotal, FunctionSelf))
+	}
+	if ratio && r.Type != TypeMetrics && r.Type != TypeBoth {
+		errs = append(errs, fmt.Errorf("ratio makes time series shares: it applies to queryType metrics (or both), not %q", r.Type))
+	}
+	r.Function, r.Ratio = fn, ratio
+	return errors.Join(errs...)
+}
+
+// maxOffset bounds a diff's offset (ten years).
+const maxOffset = 10 * 366 * 24 * time.Hour
+
+// setLeft builds a diff query's baseline: its selector (the query's when
+// empty) over its own range. Called before the range is checked.
+func (r *Request) setLeft(side *SideJSON, now time.Time) error {
+	if side == nil {
+		side = &SideJSON{}
+	}
+	var errs []error
+	if len(r.SpanIDs) > 0 || r.TraceID != "" {
+		errs = append(errs, errors.New("spanSelector and traceId do not apply to diff queries: compare selections and time ranges"))
+	}
+	left := &Request{Type: TypeProfile, ProfileType: r.ProfileType, Matchers: r.Matchers, MaxNodes: r.MaxNodes, Limit: r.Limit,
+		Function: r.Function, FunctionSelf: r.FunctionSelf}
+	if strings.TrimSpace(side.LabelSelector) != "" {
+		ms, err := selector.Parse(side.LabelSelector)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("left labelSelector: %w", err))
+		}
+		left.Matchers = ms
+	}
+	from, to, err := side.timeRange(r.From, r.To, now)
+	if err != nil {
+		errs = append(errs, err)
+	} else if !to.After(from) {
+		errs = append(errs, fmt.Errorf("the left time range is empty: %s is not after %s", to.Format(time.RFC3339), from.Format(time.RFC3339)))
+	}
+	left.From, left.To, left.rangeFrom, left.rangeTo = from, to, from, to
+	r.Left = left
+	return errors.Join(errs...)
+}
+
+// timeRange is the left side's range: explicit, or the right side's
+// shifted back by the offset (default: the right side's length).
+func (s *SideJSON) timeRange(rightFrom, rightTo, now time.Time) (from, to time.Time, err error) {
+	explicit := strings.TrimSpace(string(s.From)) != "" || strings.TrimSpace(string(s.To)) != ""
+	offset := strings.TrimSpace(s.Offset)
+	switch {
+	case explicit && offset != "":
+		return from, to, errors.New("left: set either offset or from and to, not both")
+	case explicit:
+		if strings.TrimSpace(string(s.From)) == "" || strings.TrimSpace(string(s.To)) == "" {
+			return from, to, errors.New("left: from and to go together")
+		}
+		if from, err = parseTime(string(s.From), now); err != nil {
+			return from, to, fmt.Errorf("left from: %w", err)
+		}
+		if to, err = parseTime(string(s.To), now); err != nil {
+			return from, to, fmt.Errorf("left to: %w", err)
+		}
+		return from, to, nil
+	case offset == "":
+		d := rightTo.Sub(rightFrom)
+		return rightFrom.Add(-d), rightTo.Add(-d), nil
+	}
+	d, err := parseDuration(offset)
+	if err != nil || d <= 0 || d > maxOffset {
+		return from, to, fmt.Errorf("left offset %q is not a positive duration such as 1h, 1d or 7d (at most 10 years)", truncate(offset))
+	}
+	return rightFrom.Add(-d), rightTo.Add(-d), nil
 }
 
 // setProfileType sets the query's profile type, else the default. A traces
@@ -315,4 +483,51 @@ func truncate(s string) string {
 		return s[:64] + "…"
 	}
 	return s
+}
+
+// parseTime reads a time: Unix milliseconds, RFC 3339, or Grafana's
+// relative now, now-<duration> and now+<duration>.
+func parseTime(text string, now time.Time) (time.Time, error) {
+	text = strings.TrimSpace(text)
+	if ms, err := strconv.ParseInt(text, 10, 64); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, text); err == nil {
+		return t, nil
+	}
+	if rest, ok := strings.CutPrefix(text, "now"); ok {
+		if rest == "" {
+			return now, nil
+		}
+		sign := time.Duration(1)
+		switch rest[0] {
+		case '-':
+			sign = -1
+		case '+':
+		default:
+			return time.Time{}, fmt.Errorf("%q is not a time (Unix milliseconds, RFC 3339, or now-1h)", truncate(text))
+		}
+		if d, err := parseDuration(rest[1:]); err == nil {
+			return now.Add(sign * d), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time (Unix milliseconds, RFC 3339, or now-1h)", truncate(text))
+}
+
+// durationPattern is a Grafana duration with a unit Go does not know:
+// days, weeks, years (365 days).
+var durationPattern = regexp.MustCompile(`^(\d+)(d|w|y)$`)
+
+// parseDuration reads a Grafana duration: Go's (90s, 1h30m) or a number of
+// days, weeks or years (7d, 2w, 1y).
+func parseDuration(text string) (time.Duration, error) {
+	if m := durationPattern.FindStringSubmatch(text); m != nil {
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil || n > 100000 {
+			return 0, fmt.Errorf("duration %q is too long", text)
+		}
+		unit := map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour, "y": 365 * 24 * time.Hour}[m[2]]
+		return time.Duration(n) * unit, nil
+	}
+	return time.ParseDuration(text)
 }

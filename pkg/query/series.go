@@ -24,14 +24,18 @@ type groupSeries struct {
 	groups []string
 	times  []int64
 	values []float64
-	total  float64
+	// parts are a ratio's denominators by point (a function's ratio).
+	parts []float64
+	total float64
 }
 
 func newSeriesAccumulator(r *Request) *seriesAccumulator {
 	return &seriesAccumulator{r: r, groups: map[string]*groupSeries{}}
 }
 
-func (a *seriesAccumulator) add(labels []string, t int64, v float64) {
+// add adds a point of a group: its value v, and for the ratio of a
+// function filter its denominator d, the group's value without the filter.
+func (a *seriesAccumulator) add(labels []string, t int64, v, d float64) {
 	key := strings.Join(labels, "\x00")
 	g := a.groups[key]
 	if g == nil {
@@ -44,7 +48,26 @@ func (a *seriesAccumulator) add(labels []string, t int64, v float64) {
 	}
 	g.times = append(g.times, t)
 	g.values = append(g.values, v)
+	if a.r.Ratio && a.r.Function != "" {
+		g.parts = append(g.parts, d)
+	}
 	g.total += v
+}
+
+// ratios divides each group's points by their denominators: with a
+// function, the group's value without the filter; without, all groups'
+// value at that time. Points without a denominator are dropped.
+func (a *seriesAccumulator) ratios(g *groupSeries, totals map[int64]float64) (times []int64, values []float64) {
+	for i, t := range g.times {
+		d := totals[t]
+		if g.parts != nil {
+			d = g.parts[i]
+		}
+		if d != 0 {
+			times, values = append(times, t), append(values, g.values[i]/d)
+		}
+	}
+	return times, values
 }
 
 // frames renders the top Limit groups by total, each as a time series
@@ -69,37 +92,78 @@ func (a *seriesAccumulator) frames(target linkTarget) data.Frames {
 	if !a.r.ProfileType.Gauge() {
 		perSecond = a.r.Step.Seconds() // a bucket's sum per second
 	}
+	var totals map[int64]float64
+	if a.r.Ratio {
+		unit, scale, perSecond = "percentunit", 1, 1
+		if a.r.Function == "" {
+			totals = map[int64]float64{}
+			for _, g := range a.order {
+				for i, t := range g.times {
+					totals[t] += g.values[i]
+				}
+			}
+		}
+	}
 	out := make(data.Frames, 0, len(groups))
 	for _, g := range groups {
-		times := make([]time.Time, len(g.times))
-		values := make([]float64, len(g.values))
-		for i := range g.times {
-			times[i] = time.Unix(g.times[i], 0).UTC()
-			values[i] = g.values[i] * scale / perSecond
+		points, values := g.times, g.values
+		if a.r.Ratio {
+			points, values = a.ratios(g, totals)
 		}
-		value := data.NewField(a.r.ProfileType.ID, g.labels, values).SetConfig(&data.FieldConfig{
+		times := make([]time.Time, len(points))
+		scaled := make([]float64, len(values))
+		for i := range points {
+			times[i] = time.Unix(points[i], 0).UTC()
+			scaled[i] = values[i] * scale / perSecond
+		}
+		value := data.NewField(a.r.ProfileType.ID, g.labels, scaled).SetConfig(&data.FieldConfig{
 			DisplayNameFromDS: a.displayName(g), Unit: unit, Links: target.links(LinkSeriesFlameGraph, a.groupQuery(g), true),
 		})
-		f := data.NewFrame("series", data.NewField("time", nil, times), value)
-		f.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeGraph, Type: data.FrameTypeTimeSeriesMulti})
-		out = append(out, f)
+		out = append(out, seriesFrame(data.NewField("time", nil, times), value))
 	}
 	if len(out) == 0 {
-		f := data.NewFrame("series", data.NewField("time", nil, []time.Time{}),
-			data.NewField(a.r.ProfileType.ID, nil, []float64{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: a.selectionName(), Unit: unit}))
-		f.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeGraph, Type: data.FrameTypeTimeSeriesMulti})
-		out = append(out, f)
+		out = append(out, seriesFrame(data.NewField("time", nil, []time.Time{}),
+			data.NewField(a.r.ProfileType.ID, nil, []float64{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: a.selectionName(), Unit: unit})))
 	}
 	return out
+}
+
+// seriesFrame is one time series in the data plane's multi-frame
+// time-series format (version 0.1), which alert rules read.
+func seriesFrame(times, values *data.Field) *data.Frame {
+	f := data.NewFrame("series", times, values)
+	return f.SetMeta(&data.FrameMeta{
+		PreferredVisualization: data.VisTypeGraph, Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1},
+	})
 }
 
 // displayName is the name a series shows in legends and tooltips: with
 // groupBy, the group's label values joined by ", " (an absent or empty
 // label as "(no <label>)"); without, the selection's name.
 func (a *seriesAccumulator) displayName(g *groupSeries) string {
+	if a.r.Function != "" {
+		name := a.r.Function + " (" + a.functionValue() + ")"
+		if len(a.r.GroupBy) > 0 {
+			name += " · " + a.groupName(g)
+		}
+		return name
+	}
 	if len(a.r.GroupBy) == 0 {
 		return a.selectionName()
 	}
+	return a.groupName(g)
+}
+
+func (a *seriesAccumulator) functionValue() string {
+	if a.r.FunctionSelf {
+		return FunctionSelf
+	}
+	return FunctionTotal
+}
+
+// groupName is a group's label values joined by ", ", an absent or empty
+// label as "(no <label>)".
+func (a *seriesAccumulator) groupName(g *groupSeries) string {
 	parts := make([]string, len(g.groups))
 	for i, v := range g.groups {
 		if v == "" {
@@ -130,6 +194,9 @@ func (a *seriesAccumulator) groupQuery(g *groupSeries) map[string]any {
 		ms = append(ms, selector.Matcher{Name: l, Op: selector.Equal, Value: g.groups[i]})
 	}
 	q := profileQuery(a.r.ProfileType.ID, ms, a.r.SpanIDs, a.r.TraceID)
+	if a.r.Function != "" {
+		q["function"], q["functionValue"] = a.r.Function, a.functionValue()
+	}
 	q["intervalStart"] = pointTimeVariable
 	q["intervalSeconds"] = int64(a.r.Step / time.Second)
 	return q

@@ -117,6 +117,10 @@ type filter struct {
 	// services are the services an exact service_name matcher names (nil:
 	// any), to scope stack and frame lookups.
 	services []string
+	// part is the condition of a function filter of a ratio query: not a
+	// filter, but the numerator's share of the rows (a StackId column of
+	// the rows it is evaluated on); "" without one.
+	part string
 }
 
 // where joins the conditions.
@@ -175,7 +179,28 @@ func buildFilter(p *params, tables schema.Config, tenant string, r *Request, sam
 		f.conds = append(f.conds, r.traceSpans.cond(p))
 		f.needsRaw = true
 	}
+	if r.Function != "" {
+		if r.Ratio {
+			f.part = functionCond(p, tables, tenant, f, "u.StackId", r.Function, r.FunctionSelf)
+		} else {
+			f.conds = append(f.conds, functionCond(p, tables, tenant, f, "StackId", r.Function, r.FunctionSelf))
+		}
+	}
 	return f
+}
+
+// functionCond is true for rows whose stack (its id in column) goes
+// through a function: the stacks of the filter's services that hold a
+// frame of that label (frameLabelSQL), or with self whose leaf is one.
+// Stacks keep their frame ids root first, so the leaf is the last.
+func functionCond(p *params, tables schema.Config, tenant string, f *filter, column, fn string, self bool) string {
+	frames := "SELECT FrameId FROM " + tables.Qualified(schema.Frames) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f) +
+		" AND " + frameLabelSQL + " = " + p.str(fn)
+	stacks := "SELECT StackId FROM " + tables.Qualified(schema.Stacks) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f)
+	if self {
+		return column + " IN (" + stacks + " AND FrameIds[-1] IN (" + frames + "))"
+	}
+	return column + " IN (" + stacks + " AND hasAny(FrameIds, (SELECT groupUniqArray(FrameId) FROM (" + frames + "))))"
 }
 
 // resourceCond is a matcher's condition on profile_series: its promoted
@@ -423,12 +448,15 @@ func seriesSQL(p *params, tables schema.Config, tenant string, f *filter, segs [
 	if raw {
 		cols += ", SampleAttributes"
 	}
+	if f.part != "" {
+		cols += ", StackId"
+	}
 	from := "(" + union(p, tables, f, segs, cols) + ") AS u"
 	if len(seriesCols) > 0 {
 		from += " LEFT JOIN (SELECT SeriesId, " + strings.Join(seriesCols, ", ") + " FROM " + tables.Qualified(schema.Series) +
 			" WHERE TenantId = " + p.str(tenant) + " GROUP BY SeriesId) AS r ON u.SeriesId = r.SeriesId"
 	}
-	b := bucketQuery{from: from, time: "u.Timestamp", groups: groups, value: "u.Value"}
+	b := bucketQuery{from: from, time: "u.Timestamp", groups: groups, value: "u.Value", part: f.part}
 	if gauge {
 		b.series, b.snapshot = "u.SeriesId", "u.Timestamp"
 	}
@@ -453,6 +481,10 @@ type bucketQuery struct {
 	// (its values' sum over its number of distinct snapshots there, all of
 	// its groups counted); without them, the sum of the values.
 	series, snapshot string
+	// part, when set, is a condition on a row: v is then the part's value
+	// only, and d, a column more, the value of all rows (a ratio's
+	// denominator), both aggregated alike.
+	part string
 }
 
 func (b bucketQuery) sql(p *params, step int64) string {
@@ -463,14 +495,30 @@ func (b bucketQuery) sql(p *params, step int64) string {
 		keys = append(keys, fmt.Sprintf("g%d", i))
 	}
 	group := strings.Join(keys, ", ")
+	value := b.value
+	if b.part != "" {
+		value = "if(" + b.part + ", " + b.value + ", 0)"
+	}
 	if b.series == "" {
-		sel = append(sel, "toFloat64(sum("+b.value+")) AS v")
+		sel = append(sel, "toFloat64(sum("+value+")) AS v")
+		if b.part != "" {
+			sel = append(sel, "toFloat64(sum("+b.value+")) AS d")
+		}
 		return "SELECT " + strings.Join(sel, ", ") + " FROM " + b.from + " GROUP BY " + group + " ORDER BY t"
 	}
-	sel = append(sel, b.series+" AS s", "sum("+b.value+") AS v", "groupUniqArray("+b.snapshot+") AS ts")
+	sel = append(sel, b.series+" AS s", "sum("+value+") AS v")
+	if b.part != "" {
+		sel = append(sel, "sum("+b.value+") AS d")
+	}
+	sel = append(sel, "groupUniqArray("+b.snapshot+") AS ts")
 	perSeries := "SELECT " + strings.Join(sel, ", ") + " FROM " + b.from + " GROUP BY " + group + ", s"
-	averages := "SELECT " + group + ", v / length(groupUniqArrayArray(ts) OVER (PARTITION BY t, s)) AS a FROM (" + perSeries + ")"
-	return "SELECT " + group + ", sum(a) AS v FROM (" + averages + ") GROUP BY " + group + " ORDER BY t"
+	snapshots := "length(groupUniqArrayArray(ts) OVER (PARTITION BY t, s))"
+	if b.part == "" {
+		averages := "SELECT " + group + ", v / " + snapshots + " AS a FROM (" + perSeries + ")"
+		return "SELECT " + group + ", sum(a) AS v FROM (" + averages + ") GROUP BY " + group + " ORDER BY t"
+	}
+	averages := "SELECT " + group + ", v / n AS a, d / n AS b FROM (SELECT *, " + snapshots + " AS n FROM (" + perSeries + "))"
+	return "SELECT " + group + ", sum(a) AS v, sum(b) AS d FROM (" + averages + ") GROUP BY " + group + " ORDER BY t"
 }
 
 // sampleKeysSQL finds which of some attribute keys are sample attributes

@@ -1,0 +1,144 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/flamehouse/flamehouse/pkg/query/flame"
+	"github.com/flamehouse/flamehouse/pkg/query/selector"
+)
+
+// side is one side of a diff: its stacks and their frames' labels.
+type side struct {
+	stacks []stackValue
+	labels map[uint64]string
+}
+
+// diff answers a diff query: the baseline (r.Left) and the comparison (r
+// itself, as a profile request) are summed per stack concurrently, each
+// through a layout of its own, and merged into one diff tree. The left
+// side's values are scaled by the ratio of the ranges' lengths (right /
+// left), rounded per stack, so that both sides are amounts over the right
+// side's length: ranges of different lengths compare fairly, and with
+// equal lengths the values are exact.
+func (e *Engine) diff(ctx context.Context, r *Request) (*data.Frame, error) {
+	right := *r
+	right.Type, right.Left = TypeProfile, nil
+	var sides [2]side
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i, req := range []*Request{r.Left, &right} {
+		wg.Go(func() {
+			sides[i].stacks, sides[i].labels, errs[i] = e.layout().stacks(ctx, req)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("%s side: %w", [2]string{"left", "right"}[i], err)
+		}
+	}
+	scale := diffScale(r)
+	names := flame.NewNames()
+	tree := flame.NewDiffTree(names)
+	path := make([]int32, 0, 64)
+	for i, s := range sides {
+		ids := make(map[uint64]int32, len(s.labels))
+		for id, label := range s.labels {
+			ids[id] = names.ID(label)
+		}
+		for _, st := range s.stacks {
+			path = resolve(path, st.frames, ids, names)
+			if i == 0 {
+				tree.Add(path, scaleValue(st.value, scale), 0)
+			} else {
+				tree.Add(path, 0, st.value)
+			}
+		}
+	}
+	frame := tree.Frame(r.MaxNodes, flame.Unit(r.ProfileType.SampleUnit))
+	frame.Meta.Custom = diffMeta(r, scale)
+	if scale != 1 {
+		frame.Meta.Notices = append(frame.Meta.Notices, data.Notice{
+			Severity: data.NoticeSeverityInfo,
+			Text: fmt.Sprintf("The baseline (%s) is scaled by %.4g to the comparison's range (%s): both sides show amounts over %s.",
+				r.Left.rangeTo.Sub(r.Left.rangeFrom), scale, r.rangeTo.Sub(r.rangeFrom), r.rangeTo.Sub(r.rangeFrom)),
+		})
+	}
+	return frame, nil
+}
+
+// diffScale is the factor of the left side's values: the right range's
+// length over the left's.
+func diffScale(r *Request) float64 {
+	left, right := r.Left.rangeTo.Sub(r.Left.rangeFrom), r.rangeTo.Sub(r.rangeFrom)
+	if left <= 0 || left == right {
+		return 1
+	}
+	return float64(right) / float64(left)
+}
+
+func scaleValue(v int64, scale float64) int64 {
+	if scale == 1 {
+		return v
+	}
+	return int64(math.Round(float64(v) * scale))
+}
+
+// DiffSide describes a side of a diff answer (the frame's Meta.Custom).
+type DiffSide struct {
+	LabelSelector string    `json:"labelSelector"`
+	From          time.Time `json:"from"`
+	To            time.Time `json:"to"`
+}
+
+// DiffInfo is a diff frame's Meta.Custom: both sides and the left side's
+// scale.
+type DiffInfo struct {
+	Left  DiffSide `json:"left"`
+	Right DiffSide `json:"right"`
+	// LeftScale multiplies the left side's values (see Engine.diff).
+	LeftScale float64 `json:"leftScale"`
+}
+
+func diffMeta(r *Request, scale float64) map[string]any {
+	return map[string]any{"flamehouse": "diff", "diff": DiffInfo{
+		Left:      DiffSide{LabelSelector: selector.Format(r.Left.Matchers), From: r.Left.rangeFrom.UTC(), To: r.Left.rangeTo.UTC()},
+		Right:     DiffSide{LabelSelector: selector.Format(r.Matchers), From: r.rangeFrom.UTC(), To: r.rangeTo.UTC()},
+		LeftScale: scale,
+	}}
+}
+
+// ErrNotForAlerts is returned for queries of a type alert rules cannot
+// evaluate (they read numbers).
+var ErrNotForAlerts = fmt.Errorf("not a numeric query")
+
+// notForAlerts explains which query types alert rules can use.
+func notForAlerts(queryType string) error {
+	what := map[string]string{
+		TypeProfile: "a flame graph", TypeDiff: "a diff flame graph", TypeTraces: "a trace", TypeSpans: "a ranking of spans",
+	}[queryType]
+	return fmt.Errorf("%w: queryType %q answers %s, which alert rules cannot evaluate; use queryType %q (time series, "+
+		"with groupBy, function and ratio) or %q (one number per function)", ErrNotForAlerts, queryType, what, TypeMetrics, TypeTable)
+}
+
+// alertTableFrame renders the top functions for an alert rule: one number
+// per function (the function's self value), each row an alert instance
+// labelled function=<name>, in the data plane's numeric long format.
+func alertTableFrame(fns []flame.Function, unit string) *data.Frame {
+	labels := make([]string, len(fns))
+	values := make([]float64, len(fns))
+	for i, f := range fns {
+		labels[i], values[i] = f.Label, float64(f.Self)
+	}
+	frame := data.NewFrame("functions",
+		data.NewField("function", nil, labels),
+		data.NewField("self", nil, values).SetConfig(&data.FieldConfig{Unit: unit}),
+	)
+	return frame.SetMeta(&data.FrameMeta{Type: data.FrameTypeNumericLong, TypeVersion: data.FrameTypeVersion{0, 1}})
+}
