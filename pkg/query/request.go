@@ -78,10 +78,11 @@ type JSON struct {
 }
 
 // SideJSON is the left side of a diff query: its label selector (empty:
-// the query's) and time range, the query's shifted back by Offset (a
-// Grafana duration, e.g. 1h, 7d; default: the range's own length, the
-// previous period) or From and To (Unix milliseconds, an RFC 3339 time or
-// a Grafana relative time such as now-2d or now-1d/d).
+// the query's) and time range: the query's shifted back by Offset (a
+// Grafana duration, e.g. 0, 1h, 7d), or From and To (Unix milliseconds,
+// an RFC 3339 time or a relative time such as now-2d). Without either, the
+// query's range when the left side has its own selector, else the
+// previous period of the same length.
 type SideJSON struct {
 	LabelSelector string   `json:"labelSelector"`
 	Offset        string   `json:"offset"`
@@ -337,7 +338,7 @@ func (r *Request) setLeft(side *SideJSON, now time.Time) error {
 		}
 		left.Matchers = ms
 	}
-	from, to, err := side.timeRange(r.From, r.To, now)
+	from, to, err := side.timeRange(r.From, r.To, now, strings.TrimSpace(side.LabelSelector) != "")
 	if err != nil {
 		errs = append(errs, err)
 	} else if !to.After(from) {
@@ -349,8 +350,10 @@ func (r *Request) setLeft(side *SideJSON, now time.Time) error {
 }
 
 // timeRange is the left side's range: explicit, or the right side's
-// shifted back by the offset (default: the right side's length).
-func (s *SideJSON) timeRange(rightFrom, rightTo, now time.Time) (from, to time.Time, err error) {
+// shifted back by the offset. Without either it is the right side's range
+// when the left has a selector of its own (selections are compared), else
+// the previous period of the same length (times are compared).
+func (s *SideJSON) timeRange(rightFrom, rightTo, now time.Time, ownSelector bool) (from, to time.Time, err error) {
 	explicit := strings.TrimSpace(string(s.From)) != "" || strings.TrimSpace(string(s.To)) != ""
 	offset := strings.TrimSpace(s.Offset)
 	switch {
@@ -367,13 +370,15 @@ func (s *SideJSON) timeRange(rightFrom, rightTo, now time.Time) (from, to time.T
 			return from, to, fmt.Errorf("left to: %w", err)
 		}
 		return from, to, nil
+	case offset == "" && ownSelector:
+		return rightFrom, rightTo, nil
 	case offset == "":
 		d := rightTo.Sub(rightFrom)
 		return rightFrom.Add(-d), rightTo.Add(-d), nil
 	}
 	d, err := parseDuration(offset)
-	if err != nil || d <= 0 || d > maxOffset {
-		return from, to, fmt.Errorf("left offset %q is not a positive duration such as 1h, 1d or 7d (at most 10 years)", truncate(offset))
+	if err != nil || d < 0 || d > maxOffset {
+		return from, to, fmt.Errorf("left offset %q is not a duration such as 0, 1h, 1d or 7d (at most 10 years)", truncate(offset))
 	}
 	return rightFrom.Add(-d), rightTo.Add(-d), nil
 }
@@ -518,8 +523,8 @@ func parseTime(text string, now time.Time) (time.Time, error) {
 // days, weeks, years (365 days).
 var durationPattern = regexp.MustCompile(`^(\d+)(d|w|y)$`)
 
-// parseDuration reads a Grafana duration: Go's (90s, 1h30m) or a number of
-// days, weeks or years (7d, 2w, 1y).
+// parseDuration reads a Grafana duration: Go's (90s, 1h30m, 0) or a
+// number of days, weeks or years (7d, 2w, 1y).
 func parseDuration(text string) (time.Duration, error) {
 	if m := durationPattern.FindStringSubmatch(text); m != nil {
 		n, err := strconv.ParseInt(m[1], 10, 64)
