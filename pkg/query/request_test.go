@@ -155,3 +155,87 @@ func TestParseRequestNarrowsToAPointsInterval(t *testing.T) {
 		require.ErrorContains(t, err, msg, q)
 	}
 }
+
+func TestParseDiffRequests(t *testing.T) {
+	from := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	to := from.Add(time.Hour)
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	opts := Options{DefaultProfileType: cpu, Now: func() time.Time { return now }}
+	tests := []struct {
+		name             string
+		left             string
+		leftFrom, leftTo time.Time
+		selector         string
+	}{
+		{"no left: the previous period", ``, from.Add(-time.Hour), from, `{service_name="a"}`},
+		{"an offset", `"left":{"offset":"1d"}`, from.Add(-24 * time.Hour), to.Add(-24 * time.Hour), `{service_name="a"}`},
+		{"offset 0", `"left":{"offset":"0"}`, from, to, `{service_name="a"}`},
+		{"a selector of its own: the same range", `"left":{"labelSelector":"{service_name=\"b\"}"}`, from, to, `{service_name="b"}`},
+		{"a selector and an offset", `"left":{"labelSelector":"{service_name=\"b\"}","offset":"90m"}`, from.Add(-90 * time.Minute), to.Add(-90 * time.Minute), `{service_name="b"}`},
+		{"milliseconds and RFC 3339", `"left":{"from":` + strconv.FormatInt(from.Add(-48*time.Hour).UnixMilli(), 10) + `,"to":"2026-11-19T10:00:00Z"}`,
+			from.Add(-48 * time.Hour), from.Add(-24 * time.Hour), `{service_name="a"}`},
+		{"relative to now", `"left":{"from":"now-7d","to":"now-6d"}`, now.Add(-7 * 24 * time.Hour), now.Add(-6 * 24 * time.Hour), `{service_name="a"}`},
+		{"milliseconds as a string (an interpolated $__from)", `"left":{"from":"` + strconv.FormatInt(from.UnixMilli(), 10) + `","to":"now"}`, from, now, `{service_name="a"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := `{"queryType":"diff","labelSelector":"{service_name=\"a\"}","maxNodes":500`
+			if tt.left != "" {
+				q += "," + tt.left
+			}
+			r, err := ParseRequest([]byte(q+"}"), from, to, time.Minute, opts)
+			require.NoError(t, err)
+			require.Equal(t, TypeDiff, r.Type)
+			require.Equal(t, mustParse(t, `{service_name="a"}`), r.Matchers, "the right side is the query")
+			require.Equal(t, from, r.From)
+			require.NotNil(t, r.Left)
+			require.Equal(t, TypeProfile, r.Left.Type)
+			require.Equal(t, cpu, r.Left.ProfileType.ID)
+			require.Equal(t, 500, r.Left.MaxNodes)
+			require.Equal(t, mustParse(t, tt.selector), r.Left.Matchers)
+			require.True(t, tt.leftFrom.Equal(r.Left.From), "from %s, want %s", r.Left.From, tt.leftFrom)
+			require.True(t, tt.leftTo.Equal(r.Left.To), "to %s, want %s", r.Left.To, tt.leftTo)
+		})
+	}
+	for name, q := range map[string]string{
+		"offset and range":    `{"queryType":"diff","left":{"offset":"1h","from":"now-2h","to":"now-1h"}}`,
+		"from without to":     `{"queryType":"diff","left":{"from":"now-2h"}}`,
+		"negative offset":     `{"queryType":"diff","left":{"offset":"-1h"}}`,
+		"bad time":            `{"queryType":"diff","left":{"from":"yesterday","to":"now"}}`,
+		"empty left range":    `{"queryType":"diff","left":{"from":"now-1h","to":"now-2h"}}`,
+		"bad left selector":   `{"queryType":"diff","left":{"labelSelector":"{a=}"}}`,
+		"spans in a diff":     `{"queryType":"diff","spanSelector":["00f067aa0ba902b7"]}`,
+		"left without a diff": `{"queryType":"profile","left":{"offset":"1h"}}`,
+		"a number of what":    `{"queryType":"diff","left":{"from":true,"to":"now"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseRequest([]byte(q), from, to, time.Minute, opts)
+			require.Error(t, err)
+		})
+	}
+}
+
+func TestParseFunctionAndRatio(t *testing.T) {
+	from := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	opts := Options{DefaultProfileType: cpu}
+	r, err := ParseRequest([]byte(`{"queryType":"metrics","function":" regexp.Compile ","ratio":true}`), from, from.Add(time.Hour), time.Minute, opts)
+	require.NoError(t, err)
+	require.Equal(t, "regexp.Compile", r.Function)
+	require.False(t, r.FunctionSelf)
+	require.True(t, r.Ratio)
+	r, err = ParseRequest([]byte(`{"queryType":"table","function":"f","functionValue":"self"}`), from, from.Add(time.Hour), time.Minute, opts)
+	require.NoError(t, err)
+	require.True(t, r.FunctionSelf)
+	for name, q := range map[string]string{
+		"bad value":         `{"function":"f","functionValue":"flat"}`,
+		"ratio of a table":  `{"queryType":"table","ratio":true}`,
+		"ratio of a flame":  `{"ratio":true}`,
+		"function of spans": `{"queryType":"spans","function":"f"}`,
+		"too long":          `{"function":"` + strings.Repeat("x", 5000) + `"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseRequest([]byte(q), from, from.Add(time.Hour), time.Minute, opts)
+			require.Error(t, err)
+		})
+	}
+}

@@ -175,6 +175,24 @@ func TestGeneratedSQL(t *testing.T) {
 			step := int64(r.Step / time.Second)
 			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.seriesSource(len(cols) > 0, raw, true), step), step, groups, cols, raw, true)
 		}},
+		{"flame_function_self.sql", func(p *params) string {
+			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}","function":"regexp.Compile","functionValue":"self"}`, from.Add(time.Hour))
+			f := buildFilter(p, tables, "acme", r, nil)
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+		}},
+		{"series_function_ratio.sql", func(p *params) string {
+			r := parse(`{"queryType":"metrics","profileTypeId":"`+cpu+`","groupBy":["k8s_pod_name"],"function":"regexp.Compile","ratio":true}`, from.Add(3*time.Hour))
+			f := buildFilter(p, tables, "acme", r, nil)
+			groups, cols, raw := groupExprs(p, r.GroupBy, nil)
+			step := int64(r.Step / time.Second)
+			return seriesSQL(p, tables, "acme", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.source(len(cols) > 0, raw), step), step, groups, cols, raw, false)
+		}},
+		{"series_gauge_function_ratio.sql", func(p *params) string {
+			r := parse(`{"queryType":"metrics","profileTypeId":"memory:inuse_space:bytes:space:bytes","function":"bytes.growSlice","ratio":true}`, from.Add(3*time.Hour))
+			f := buildFilter(p, tables, "", r, nil)
+			step := int64(r.Step / time.Second)
+			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.seriesSource(false, false, true), step), step, nil, nil, false, true)
+		}},
 		{"spans_trace.sql", func(p *params) string {
 			r := parse(`{"queryType":"spans","profileTypeId":"`+cpu+`","traceId":"4BF92F3577B34DA6A3CE929D0E0E4736","limit":10}`, from.Add(time.Hour))
 			r.scopeToTrace(&traceScope{table: "`otel`.`otel_traces`", traceID: r.TraceID, from: from.Unix(), to: from.Unix() + 3},
@@ -206,7 +224,7 @@ func TestUserTextNeverReachesTheSQL(t *testing.T) {
 	for _, e := range evil {
 		var p params
 		r := &Request{
-			ProfileType: ProfileType{ID: e}, GroupBy: []string{e}, SpanIDs: []string{e}, TraceID: e,
+			ProfileType: ProfileType{ID: e}, GroupBy: []string{e}, SpanIDs: []string{e}, TraceID: e, Function: e,
 			traceSpans: &traceScope{table: "`otel`.`otel_traces`", traceID: e},
 		}
 		r.Matchers = mustParse(t, `{service_name=`+quote(e)+`, `+quote(e)+`=`+quote(e)+`, k8s_pod_name!=`+quote(e)+`}`)
@@ -216,6 +234,11 @@ func TestUserTextNeverReachesTheSQL(t *testing.T) {
 			seriesSQL(&p, tables, e, f, plan(0, 100_000, f.source(len(cols) > 0, raw), 60), 60, groups, cols, raw, false) +
 			seriesSQL(&p, tables, e, f, plan(0, 100_000, bySample, 60), 60, groups, cols, raw, true) +
 			spansSQL(&p, union(&p, tables, f, plan(0, 100_000, bySample, 1), "SpanId, TraceId, ServiceName, Value"), 10)
+		require.NotContains(t, q, e, "user text travels as parameters only")
+		r.Ratio = true
+		f = buildFilter(&p, tables, e, r, nil)
+		q = seriesSQL(&p, tables, e, f, plan(0, 100_000, bySample, 60), 60, groups, cols, raw, true) +
+			otelFunctionCond(&p, r)
 		require.NotContains(t, q, e, "user text travels as parameters only")
 	}
 }
