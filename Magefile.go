@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	// mage:import
 	build "github.com/grafana/grafana-plugin-sdk-go/build"
 
+	"github.com/flamehouse/flamehouse/internal/otelcoltest"
 	"github.com/flamehouse/flamehouse/internal/pluginzip"
 )
 
@@ -75,4 +77,29 @@ func Package() error {
 // FLAMEHOUSE_PEER_RUNS change the workload.
 func Bench() error {
 	return sh.RunV("go", "test", "./pkg/plugin", "-run", "^$", "-bench", "BenchmarkPeer", "-benchtime", "1x", "-timeout", "60m", "-v")
+}
+
+// Collector builds the Flamehouse OpenTelemetry Collector distribution
+// (collector/builder-config.yaml: OTLP receiver, batch and memory_limiter
+// processors, the flamehouse exporter for profiles, the contrib clickhouse
+// exporter for traces, logs and metrics, the file_storage extension) with
+// the Collector Builder from the Go module proxy, into
+// bin/otelcol-flamehouse. Run it with collector/otelcol-flamehouse.yaml:
+//
+//	bin/otelcol-flamehouse --config collector/otelcol-flamehouse.yaml --feature-gates=+service.profilesSupport
+func Collector() error {
+	// The builder resolves the configuration's paths from its working
+	// directory and writes sources and binary to collector/_build.
+	if err := sh.RunV("go", "-C", "collector", "run", otelcoltest.Builder, "--config", "builder-config.yaml"); err != nil {
+		return err
+	}
+	if err := os.MkdirAll("bin", 0o750); err != nil {
+		return err
+	}
+	out := filepath.Join("bin", otelcoltest.DistributionName)
+	if err := os.Rename(filepath.Join("collector", "_build", otelcoltest.DistributionName), out); err != nil {
+		return err
+	}
+	fmt.Println("collector:", out)
+	return nil
 }

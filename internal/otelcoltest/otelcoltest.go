@@ -130,21 +130,42 @@ func BuildModule(module string) (bin string, cached bool, err error) {
 // build compiles the module in dir into the cache directory, under a name
 // that carries the hash of its sources, unless that file is already there.
 func build(dir string) (bin string, cached bool, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
-	defer cancel()
-	goVersion, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output()
-	if err != nil {
-		return "", false, fmt.Errorf("go env GOVERSION: %w", err)
-	}
-	sum, err := sourceHash(dir, strings.TrimSpace(string(goVersion)))
+	goVersion, err := goVersion()
 	if err != nil {
 		return "", false, err
 	}
+	sum, err := sourceHash(dir, goVersion)
+	if err != nil {
+		return "", false, err
+	}
+	return cachedBuild(filepath.Base(dir), sum, func(ctx context.Context, out string) error {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".") //nolint:gosec // G204: builds a module of this repository
+		cmd.Dir = dir
+		if output, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %w\n%s", err, output)
+		}
+		return nil
+	})
+}
+
+// goVersion is the Go toolchain's version, part of every cache key.
+func goVersion() (string, error) {
+	out, err := exec.CommandContext(context.Background(), "go", "env", "GOVERSION").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOVERSION: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// cachedBuild returns the cache's binary name-sum, building it with
+// compile (which writes the binary to out) when it is not there yet.
+func cachedBuild(name, sum string, compile func(ctx context.Context, out string) error) (bin string, cached bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
 	cacheDir, err := cacheDir()
 	if err != nil {
 		return "", false, err
 	}
-	name := filepath.Base(dir)
 	bin = filepath.Join(cacheDir, name+"-"+sum)
 	// Test binaries run in parallel (go test -p); one Collector build at a
 	// time keeps a cold build from competing with another for the CPUs, and
@@ -165,10 +186,8 @@ func build(dir string) (bin string, cached bool, err error) {
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
 	out := filepath.Join(tmp, name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".") //nolint:gosec // G204: builds a module of this repository
-	cmd.Dir = dir
-	if output, err := cmd.CombinedOutput(); err != nil {
-		return "", false, fmt.Errorf("go build: %w\n%s", err, output)
+	if err := compile(ctx, out); err != nil {
+		return "", false, err
 	}
 	if err := os.Rename(out, bin); err != nil {
 		return "", false, err
@@ -241,8 +260,10 @@ func cacheDir() (string, error) {
 
 // Config is what Start adds to the OTLP receiver: components and pipelines.
 type Config struct {
-	// Processors and Exporters are component configurations by component
-	// ID ("clickhouse", "otlp_grpc/a", ...), written as YAML.
+	// Extensions, Processors and Exporters are component configurations by
+	// component ID ("file_storage", "clickhouse", "otlp_grpc/a", ...),
+	// written as YAML; every extension is enabled in the service.
+	Extensions map[string]any
 	Processors map[string]any
 	Exporters  map[string]any
 	// Pipelines by ID ("traces", "logs", "profiles", "profiles/x", ...).
@@ -312,6 +333,15 @@ func (c *Config) Render(grpcEndpoint, httpEndpoint string) ([]byte, error) {
 	}
 	if len(c.Processors) > 0 {
 		doc["processors"] = c.Processors
+	}
+	if len(c.Extensions) > 0 {
+		doc["extensions"] = c.Extensions
+		ids := make([]string, 0, len(c.Extensions))
+		for id := range c.Extensions {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		doc["service"].(map[string]any)["extensions"] = ids //nolint:forcetypeassert // built above
 	}
 	return yaml.Marshal(doc)
 }
@@ -430,6 +460,19 @@ func (c *Collector) Stop() error {
 		}
 	})
 	return c.stopErr
+}
+
+// Kill ends the Collector with SIGKILL, as a crash or the OOM killer
+// does: nothing is drained or flushed. A later Stop returns nil.
+func (c *Collector) Kill() error {
+	var err error
+	c.stopOnce.Do(func() {
+		if kerr := c.cmd.Process.Kill(); kerr != nil && !errors.Is(kerr, os.ErrProcessDone) {
+			err = fmt.Errorf("kill the Collector: %w", kerr)
+		}
+		<-c.exited
+	})
+	return err
 }
 
 // exitStatus describes how the Collector exited.
