@@ -25,7 +25,7 @@ func alertQuery(t *testing.T, ds *Datasource, q map[string]any, from, to time.Ti
 	raw, err := json.Marshal(model)
 	require.NoError(t, err)
 	resp, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{
-		PluginContext: backend.PluginContext{OrgID: 1, DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{UID: navUID, Name: "Flamehouse"}},
+		PluginContext: backend.PluginContext{DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{UID: navUID, Name: "Flamehouse"}},
 		Headers: map[string]string{
 			"FromAlert": "true", "X-Cache-Skip": "true", "X-Rule-Uid": "rule-1", "X-Grafana-Org-Id": "1",
 			"http_X-Rule-Name": "CPU share", "http_X-Rule-Folder": "Flamehouse",

@@ -35,6 +35,8 @@ type Datasource struct {
 	conn clickhouse.Conn
 	// symbols caches stacks and frame labels across queries.
 	symbols *query.Symbols
+	// cache answers queries over closed time ranges.
+	cache *query.Cache
 }
 
 // Bounds of the symbol cache: 4M frame ids of stacks (32 MB) and 1M frame
@@ -49,7 +51,7 @@ const (
 // what to fix.
 func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (instancemgmt.Instance, error) {
 	st, err := LoadSettings(s)
-	return &Datasource{settings: st, settingsErr: err, symbols: query.NewSymbols(cachedFrameIDs, cachedLabels)}, nil
+	return &Datasource{settings: st, settingsErr: err, symbols: query.NewSymbols(cachedFrameIDs, cachedLabels), cache: st.cache()}, nil
 }
 
 // Dispose closes the ClickHouse connection when Grafana replaces the instance.

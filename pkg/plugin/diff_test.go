@@ -229,8 +229,11 @@ func TestDiffMatchesPprof(t *testing.T) {
 		scale    float64
 	}{
 		{"an hour earlier", `{service_name="diffsvc"}`, map[string]any{"offset": "1h"}, from, to, 1},
-		{"another selection", `{service_name="diffsvc", version="after"}`,
-			map[string]any{"labelSelector": `{service_name="diffsvc", version="before"}`}, before.Add(-time.Minute), to, 1},
+		{
+			"another selection", `{service_name="diffsvc", version="after"}`,
+			map[string]any{"labelSelector": `{service_name="diffsvc", version="before"}`},
+			before.Add(-time.Minute), to, 1,
+		},
 		{"a range twice as long", `{service_name="diffsvc"}`, map[string]any{
 			"from": strconv.FormatInt(before.Add(-6*time.Minute).UnixMilli(), 10), "to": before.Add(4 * time.Minute).Format(time.RFC3339),
 		}, from, to, 0.5},

@@ -96,6 +96,7 @@ func (d *Datasource) engine() (*query.Engine, error) {
 		Conn: conn, Tables: d.settings.schemaConfig(), Tenant: d.settings.Profiles.Tenant, Symbols: d.symbols,
 		Schema: d.settings.Profiles.Schema, OTelTable: d.settings.Profiles.OTelTable,
 		TracesDatabase: d.settings.Profiles.TracesDatabase, TracesTable: d.settings.Profiles.TracesTable,
+		Cache: d.cache,
 	}, nil
 }
 
@@ -123,7 +124,7 @@ func (d *Datasource) queryContext(ctx context.Context, user *backend.User, dashb
 	if len(who) > 0 {
 		settings["log_comment"] = "flamehouse " + strings.Join(who, " ")
 	}
-	return clickhouse.Context(ctx, clickhouse.WithSettings(settings))
+	return query.WithSettings(ctx, settings)
 }
 
 // maxResultRows protects the plugin from runaway results (stacks of a

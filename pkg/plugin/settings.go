@@ -124,6 +124,16 @@ type ProfilesSettings struct {
 	// OTelTable is the exporter's profiles table in Database when Schema
 	// is "otel"; default "otel_profiles".
 	OTelTable string `json:"otelTable"`
+	// Cache is where answers over closed time ranges are cached: "auto"
+	// (default: ClickHouse's query cache when the server has one the user
+	// may use, else the plugin's), "clickhouse", "plugin" or "off".
+	Cache query.CacheMode `json:"cache"`
+	// CacheTTL is how long a cached answer is served, in seconds; default
+	// 300.
+	CacheTTL string `json:"cacheTtl"`
+	// CacheClosedAfter is how long ago a range must end to be cached, in
+	// seconds; default 60.
+	CacheClosedAfter string `json:"cacheClosedAfter"`
 }
 
 var errNoHost = errors.New("server address (host) is missing: set it in the datasource's connection settings")
@@ -170,6 +180,9 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 	if st.Profiles.TracesTable == "" {
 		st.Profiles.TracesTable = query.DefaultTracesTable
 	}
+	if st.Profiles.Cache == "" {
+		st.Profiles.Cache = query.CacheAuto
+	}
 	return st, st.validate()
 }
 
@@ -208,10 +221,15 @@ func (s *Settings) validate() error {
 	for name, v := range map[string]string{
 		"dial timeout": s.DialTimeout, "query timeout": s.QueryTimeout,
 		"span window padding": s.Profiles.SpanWindowPadding, "min step": s.Profiles.MinStep,
+		"cache TTL": s.Profiles.CacheTTL, "cache closed after": s.Profiles.CacheClosedAfter,
 	} {
 		if _, parseErr := seconds(v, time.Second); parseErr != nil {
 			err = errors.Join(err, fmt.Errorf("%s %q is not a number of seconds", name, v))
 		}
+	}
+	if !query.ValidCacheMode(s.Profiles.Cache) {
+		err = errors.Join(err, fmt.Errorf("profiles cache %q is not one of %q, %q, %q and %q",
+			s.Profiles.Cache, query.CacheAuto, query.CacheClickHouse, query.CachePlugin, query.CacheOff))
 	}
 	if !query.ValidSchema(s.Profiles.Schema) {
 		err = errors.Join(err, fmt.Errorf("profiles schema %q is not one of %q (Flamehouse's tables) and %q (the Collector exporter's table)",
@@ -254,6 +272,17 @@ func (s *Settings) queryOptions() query.Options {
 		DefaultProfileType: s.Profiles.DefaultProfileType, DefaultMaxNodes: s.Profiles.DefaultMaxNodes,
 		SpanPadding: padding, MinStep: minStep,
 	}
+}
+
+// cache is the answer cache the settings ask for.
+func (s *Settings) cache() *query.Cache {
+	ttl, _ := seconds(s.Profiles.CacheTTL, query.DefaultCacheTTL)
+	closedAfter, _ := seconds(s.Profiles.CacheClosedAfter, query.DefaultCacheClosedAfter)
+	mode := s.Profiles.Cache
+	if ttl <= 0 {
+		mode = query.CacheOff
+	}
+	return &query.Cache{Mode: mode, TTL: ttl, ClosedAfter: closedAfter}
 }
 
 // queryTimeout is the ClickHouse max_execution_time of a query.

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -116,7 +117,7 @@ func diffMeta(r *Request, scale float64) map[string]any {
 
 // ErrNotForAlerts is returned for queries of a type alert rules cannot
 // evaluate (they read numbers).
-var ErrNotForAlerts = fmt.Errorf("not a numeric query")
+var ErrNotForAlerts = errors.New("not a numeric query")
 
 // notForAlerts explains which query types alert rules can use.
 func notForAlerts(queryType string) error {

@@ -36,6 +36,8 @@ type Engine struct {
 	// DatasourceUID and DatasourceName name this datasource, the target of
 	// the internal links the frames carry ("": no links).
 	DatasourceUID, DatasourceName string
+	// Cache answers queries over closed ranges (nil: none).
+	Cache *Cache
 }
 
 // idsPerLookup bounds the stack or frame ids of one lookup (they travel as
@@ -165,11 +167,11 @@ func (e *Engine) sampleKeys(ctx context.Context, r *Request) (map[string]bool, e
 	}
 	var p params
 	q := sampleKeysSQL(&p, e.Tables, e.Tenant, r.ProfileType.ID, r.From.Unix(), ceilSecond(r.To), candidates)
-	rows, err := e.Conn.Query(ctx, q, p.args...)
+	rows, err := e.read(ctx, r, q, p.args)
 	if err != nil {
 		return nil, fmt.Errorf("look up sample attribute keys: %w", err)
 	}
-	defer rows.Close()
+	defer closeRows(rows)
 	for rows.Next() {
 		var k string
 		if err := rows.Scan(&k); err != nil {
@@ -240,11 +242,11 @@ func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, s
 	var p params
 	f := buildFilter(&p, e.Tables, e.Tenant, r, keys)
 	segs := plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1)
-	rows, err := e.Conn.Query(ctx, sumsSQL(&p, e.Tables, f, segs), p.args...)
+	rows, err := e.read(ctx, r, sumsSQL(&p, e.Tables, f, segs), p.args)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sum samples per stack: %w", err)
 	}
-	defer rows.Close()
+	defer closeRows(rows)
 	var ids []uint64
 	var values []int64
 	for rows.Next() {
@@ -388,18 +390,18 @@ func (e *Engine) series(ctx context.Context, r *Request, keys map[string]bool, a
 	gauge := r.ProfileType.Gauge()
 	segs := plan(from, to, f.seriesSource(len(seriesCols) > 0, groupRaw, gauge), step)
 	q := seriesSQL(&p, e.Tables, e.Tenant, f, segs, step, groups, seriesCols, groupRaw, gauge)
-	return scanSeries(ctx, e, q, &p, len(groups), f.part != "", acc)
+	return scanSeries(ctx, e, r, q, &p, len(groups), f.part != "", acc)
 }
 
 // scanSeries runs a series query of (t, group labels..., value) rows, the
 // value a Float64 (bucketQuery), plus the denominator d of a ratio query
 // with a part, into acc.
-func scanSeries(ctx context.Context, e *Engine, q string, p *params, groups int, part bool, acc *seriesAccumulator) error {
-	rows, err := e.Conn.Query(ctx, q, p.args...)
+func scanSeries(ctx context.Context, e *Engine, r *Request, q string, p *params, groups int, part bool, acc *seriesAccumulator) error {
+	rows, err := e.read(ctx, r, q, p.args)
 	if err != nil {
 		return fmt.Errorf("sum samples per interval: %w", err)
 	}
-	defer rows.Close()
+	defer closeRows(rows)
 	for rows.Next() {
 		var t int64
 		var v, d float64

@@ -164,11 +164,11 @@ func (l *otelLayout) stacks(ctx context.Context, r *Request) ([]stackValue, map[
 	q := "SELECT h, v, arrayStringConcat(arrayReverse(arrayMap(" + otelFrameLabel + ", s.1, s.2, s.3, s.4)), '\\0') FROM (" +
 		"SELECT StackHash AS h, sum(" + value + ") AS v, any((FunctionNames, MappingFileNames, FileNames, Addresses)) AS s FROM " +
 		l.table + " WHERE " + where + " GROUP BY StackHash, cityHash64(MappingFileNames))"
-	rows, err := l.e.Conn.Query(ctx, q, p.args...)
+	rows, err := l.e.read(ctx, r, q, p.args)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sum samples per stack: %w", err)
 	}
-	defer rows.Close()
+	defer closeRows(rows)
 	ids := map[string]uint64{}
 	labels := map[uint64]string{}
 	var stacks []stackValue
@@ -213,7 +213,7 @@ func (l *otelLayout) series(ctx context.Context, r *Request, acc *seriesAccumula
 	if r.Function != "" && r.Ratio {
 		b.part = otelFunctionCond(&p, r)
 	}
-	return scanSeries(ctx, l.e, b.sql(&p, step), &p, len(r.GroupBy), b.part != "", acc)
+	return scanSeries(ctx, l.e, r, b.sql(&p, step), &p, len(r.GroupBy), b.part != "", acc)
 }
 
 // scopeWhere renders a lookup's scope.

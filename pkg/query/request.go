@@ -329,8 +329,10 @@ func (r *Request) setLeft(side *SideJSON, now time.Time) error {
 	if len(r.SpanIDs) > 0 || r.TraceID != "" {
 		errs = append(errs, errors.New("spanSelector and traceId do not apply to diff queries: compare selections and time ranges"))
 	}
-	left := &Request{Type: TypeProfile, ProfileType: r.ProfileType, Matchers: r.Matchers, MaxNodes: r.MaxNodes, Limit: r.Limit,
-		Function: r.Function, FunctionSelf: r.FunctionSelf}
+	left := &Request{
+		Type: TypeProfile, ProfileType: r.ProfileType, Matchers: r.Matchers, MaxNodes: r.MaxNodes, Limit: r.Limit,
+		Function: r.Function, FunctionSelf: r.FunctionSelf,
+	}
 	if strings.TrimSpace(side.LabelSelector) != "" {
 		ms, err := selector.Parse(side.LabelSelector)
 		if err != nil {
@@ -504,16 +506,13 @@ func parseTime(text string, now time.Time) (time.Time, error) {
 		if rest == "" {
 			return now, nil
 		}
-		sign := time.Duration(1)
-		switch rest[0] {
-		case '-':
-			sign = -1
-		case '+':
-		default:
-			return time.Time{}, fmt.Errorf("%q is not a time (Unix milliseconds, RFC 3339, or now-1h)", truncate(text))
-		}
 		if d, err := parseDuration(rest[1:]); err == nil {
-			return now.Add(sign * d), nil
+			switch rest[0] {
+			case '-':
+				return now.Add(-d), nil
+			case '+':
+				return now.Add(d), nil
+			}
 		}
 	}
 	return time.Time{}, fmt.Errorf("%q is not a time (Unix milliseconds, RFC 3339, or now-1h)", truncate(text))

@@ -172,8 +172,10 @@ func TestParseDiffRequests(t *testing.T) {
 		{"offset 0", `"left":{"offset":"0"}`, from, to, `{service_name="a"}`},
 		{"a selector of its own: the same range", `"left":{"labelSelector":"{service_name=\"b\"}"}`, from, to, `{service_name="b"}`},
 		{"a selector and an offset", `"left":{"labelSelector":"{service_name=\"b\"}","offset":"90m"}`, from.Add(-90 * time.Minute), to.Add(-90 * time.Minute), `{service_name="b"}`},
-		{"milliseconds and RFC 3339", `"left":{"from":` + strconv.FormatInt(from.Add(-48*time.Hour).UnixMilli(), 10) + `,"to":"2026-11-19T10:00:00Z"}`,
-			from.Add(-48 * time.Hour), from.Add(-24 * time.Hour), `{service_name="a"}`},
+		{
+			"milliseconds and RFC 3339", `"left":{"from":` + strconv.FormatInt(from.Add(-48*time.Hour).UnixMilli(), 10) + `,"to":"2026-11-19T10:00:00Z"}`,
+			from.Add(-48 * time.Hour), from.Add(-24 * time.Hour), `{service_name="a"}`,
+		},
 		{"relative to now", `"left":{"from":"now-7d","to":"now-6d"}`, now.Add(-7 * 24 * time.Hour), now.Add(-6 * 24 * time.Hour), `{service_name="a"}`},
 		{"milliseconds as a string (an interpolated $__from)", `"left":{"from":"` + strconv.FormatInt(from.UnixMilli(), 10) + `","to":"now"}`, from, now, `{service_name="a"}`},
 	}

@@ -57,7 +57,7 @@ func (a *seriesAccumulator) add(labels []string, t int64, v, d float64) {
 // ratios divides each group's points by their denominators: with a
 // function, the group's value without the filter; without, all groups'
 // value at that time. Points without a denominator are dropped.
-func (a *seriesAccumulator) ratios(g *groupSeries, totals map[int64]float64) (times []int64, values []float64) {
+func (*seriesAccumulator) ratios(g *groupSeries, totals map[int64]float64) (times []int64, values []float64) {
 	for i, t := range g.times {
 		d := totals[t]
 		if g.parts != nil {

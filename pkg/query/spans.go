@@ -33,12 +33,12 @@ func spansSQL(p *params, source string, limit int) string {
 }
 
 // scanSpans runs a spansSQL query.
-func scanSpans(ctx context.Context, e *Engine, q string, p *params) ([]spanValue, int64, error) {
-	rows, err := e.Conn.Query(ctx, q, p.args...)
+func scanSpans(ctx context.Context, e *Engine, r *Request, q string, p *params) ([]spanValue, int64, error) {
+	rows, err := e.read(ctx, r, q, p.args)
 	if err != nil {
 		return nil, 0, fmt.Errorf("sum samples per span: %w", err)
 	}
-	defer rows.Close()
+	defer closeRows(rows)
 	var out []spanValue
 	var total int64
 	for rows.Next() {
@@ -59,14 +59,14 @@ func (l *flamehouseLayout) spans(ctx context.Context, r *Request) ([]spanValue, 
 	var p params
 	f := buildFilter(&p, l.e.Tables, l.e.Tenant, r, keys)
 	segs := plan(r.From.Unix(), ceilSecond(r.To), bySample, 1)
-	return scanSpans(ctx, l.e, spansSQL(&p, union(&p, l.e.Tables, f, segs, "SpanId, TraceId, ServiceName, Value"), r.Limit), &p)
+	return scanSpans(ctx, l.e, r, spansSQL(&p, union(&p, l.e.Tables, f, segs, "SpanId, TraceId, ServiceName, Value"), r.Limit), &p)
 }
 
 func (l *otelLayout) spans(ctx context.Context, r *Request) ([]spanValue, int64, error) {
 	var p params
 	where, value := l.requestWhere(&p, r, r.From.Unix())
 	source := "SELECT SpanId, TraceId, ServiceName, " + value + " AS Value FROM " + l.table + " WHERE " + where
-	return scanSpans(ctx, l.e, spansSQL(&p, source, r.Limit), &p)
+	return scanSpans(ctx, l.e, r, spansSQL(&p, source, r.Limit), &p)
 }
 
 // spanInfo is what the spans table says about a span.

@@ -102,7 +102,7 @@ func (d *DiffTree) Frame(maxNodes int, unit string) *data.Frame {
 	limit := t.rowLimit(maxNodes)
 	out := newFrameBuilder(t.names, t.rowEstimate(limit))
 	out.diff = true
-	if !(t.Nodes() == 1 && t.Total() == 0 && d.totalRight == 0) {
+	if t.Nodes() != 1 || t.Total() != 0 || d.totalRight != 0 {
 		cut := int64(keepAll)
 		if limit > 0 && t.Nodes() > limit {
 			r := diffRanker{ranker: ranker{capacity: limit}, d: d}

@@ -35,8 +35,10 @@ func diffRows(t *testing.T, frame *data.Frame) []diffRow {
 	base := rows(t, data.NewFrame(frame.Name, frame.Fields[:4]...))
 	out := make([]diffRow, len(base))
 	for i, r := range base {
-		out[i] = diffRow{Level: r.Level, Value: r.Value, Self: r.Self, Label: r.Label,
-			ValueRight: frame.Fields[4].At(i).(int64), SelfRt: frame.Fields[5].At(i).(int64)} //nolint:forcetypeassert // int64 fields
+		out[i] = diffRow{
+			Level: r.Level, Value: r.Value, Self: r.Self, Label: r.Label,
+			ValueRight: frame.Fields[4].At(i).(int64), SelfRt: frame.Fields[5].At(i).(int64),
+		} //nolint:forcetypeassert // int64 fields
 	}
 	return out
 }
@@ -319,7 +321,7 @@ func TestDiffOfOneSideIsTheFlameGraph(t *testing.T) {
 		got := diffRows(t, buildDiff(diff).Frame(0, ""))
 		require.Len(t, got, len(want))
 		for i := range want {
-			require.Equal(t, want[i], row{got[i].Level, got[i].Value, got[i].Self, got[i].Label})
+			require.Equal(t, want[i], row{got[i].Level, got[i].Value, got[i].Self, got[i].Label}) //nolint:testifylint // want is the plain flame graph
 			require.Zero(t, got[i].ValueRight)
 		}
 	}
