@@ -58,23 +58,44 @@ func BenchmarkQuery(b *testing.B) {
 	// Ranges end off the minute, as Grafana's "now" does: their edges are
 	// read from the raw table, whose rows grow with the rate.
 	end := start.Add(time.Duration(minutes)*time.Minute - 17*time.Second)
+	// The fixture's datasource caches no answers; this one does (the
+	// "-cached" queries: their range ended over a minute ago).
+	settings := embeddedSettings(b, f.ds.settings.Profiles.Database)
+	settings["profiles"].(map[string]any)["cache"] = "auto" //nolint:forcetypeassert // built by embeddedSettings
+	cached := &fixture{ds: instance(b, settings, nil)}
 	for _, bq := range []struct {
 		name     string
 		from     time.Time
 		maxNodes int
 		kind     string
+		extra    map[string]any
 	}{
-		{"flame-1h-cold", end.Add(-time.Hour), 16384, "profile"},
-		{"flame-1h", end.Add(-time.Hour), 16384, "profile"},
-		{"table-1h", end.Add(-time.Hour), 0, "table"},
-		{"flame-24h", end.Add(-24 * time.Hour), 16384, "profile"},
-		{"table-24h", end.Add(-24 * time.Hour), 0, "table"},
-		{"flame-7d", end.Add(-7 * 24 * time.Hour), 16384, "profile"},
+		{"flame-1h-cold", end.Add(-time.Hour), 16384, "profile", nil},
+		{"flame-1h", end.Add(-time.Hour), 16384, "profile", nil},
+		{"table-1h", end.Add(-time.Hour), 0, "table", nil},
+		// the last hour against the hour before (hourly rollup rows)
+		{"diff-1h", end.Add(-time.Hour), 16384, "diff", map[string]any{"left": map[string]any{"offset": "1h"}}},
+		// two selections over the same hour: both sides read what flame-1h reads
+		{"diff-1h-same-range", end.Add(-time.Hour), 16384, "diff", map[string]any{"left": map[string]any{
+			"labelSelector": `{service_name="checkout", k8s_pod_name!=""}`,
+		}}},
+		{"flame-24h", end.Add(-24 * time.Hour), 16384, "profile", nil},
+		{"flame-24h-cached", end.Add(-24 * time.Hour), 16384, "profile", nil},
+		{"table-24h", end.Add(-24 * time.Hour), 0, "table", nil},
+		{"flame-7d", end.Add(-7 * 24 * time.Hour), 16384, "profile", nil},
 	} {
 		b.Run(bq.name, func(b *testing.B) {
 			q := map[string]any{"queryType": bq.kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`}
 			if bq.maxNodes > 0 {
 				q["maxNodes"] = bq.maxNodes
+			}
+			for k, v := range bq.extra {
+				q[k] = v
+			}
+			fx := f
+			if strings.HasSuffix(bq.name, "-cached") {
+				fx = cached
+				require.NoError(b, fx.query(b, q, bq.from, end).Error) // fills the cache
 			}
 			var took []time.Duration
 			b.ReportAllocs()
@@ -83,7 +104,7 @@ func BenchmarkQuery(b *testing.B) {
 					f.ds.symbols = query.NewSymbols(cachedFrameIDs, cachedLabels) // nothing cached: every stack and frame is read
 				}
 				t0 := time.Now()
-				r := f.query(b, q, bq.from, end)
+				r := fx.query(b, q, bq.from, end)
 				took = append(took, time.Since(t0))
 				require.NoError(b, r.Error)
 				require.Positive(b, r.Frames[0].Rows())

@@ -126,7 +126,7 @@ func sameFrames(t *testing.T, want, got data.Frames) {
 // system.query_log), and answers the same; late rows show once the TTL
 // has passed; a range that touches now is never cached.
 func TestClosedRangesAreCached(t *testing.T) {
-	f := newFixture(t, map[string]any{"cacheTtl": "300"})
+	f := newFixture(t, map[string]any{"cache": "auto", "cacheTtl": "300"})
 	clock := time.Now()
 	f.ds.cache.Now = func() time.Time { return clock }
 	rec := recordQueries(t, f.ds)
@@ -214,7 +214,7 @@ func sumCPU(t *testing.T, req *collectorpb.ExportProfilesServiceRequest) int64 {
 // datasource's own settings, which the embedded engine's guard accepts;
 // "off" and a TTL of 0 cache nothing.
 func TestCacheModes(t *testing.T) {
-	f := newFixture(t, nil)
+	f := newFixture(t, map[string]any{"cache": "auto"})
 	conn, err := f.ds.connection()
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -232,7 +232,7 @@ func TestCacheModes(t *testing.T) {
 	_, _, total := expectedTop(batch, cpuOnly)
 	q := map[string]any{"profileTypeId": cpuType}
 	for name, profiles := range map[string]map[string]any{
-		"clickhouse": {"cache": "clickhouse"}, "off": {"cache": "off"}, "no ttl": {"cacheTtl": "0"},
+		"clickhouse": {"cache": "clickhouse"}, "off": {"cache": "off"}, "no ttl": {"cache": "auto", "cacheTtl": "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			settings := embeddedSettings(t, f.ds.settings.Profiles.Database)

@@ -31,7 +31,10 @@ func instance(t testing.TB, jsonData map[string]any, secure map[string]string) *
 	return ds
 }
 
-// embeddedSettings points a datasource at the test server.
+// embeddedSettings points a datasource at the test server. Its answer
+// cache is off: tests and benchmarks that query a closed range again after
+// adding rows, or time repeated queries, read ClickHouse every time unless
+// they turn the cache on (cache_test.go).
 func embeddedSettings(t testing.TB, database string) map[string]any {
 	t.Helper()
 	srv := chtest.Get(t)
@@ -45,7 +48,7 @@ func embeddedSettings(t testing.TB, database string) map[string]any {
 	}
 	return map[string]any{
 		"host": host, "port": p, "protocol": protocol, "username": srv.Options.Auth.Username,
-		"profiles": map[string]any{"database": database},
+		"profiles": map[string]any{"database": database, "cache": "off"},
 	}
 }
 

@@ -275,14 +275,7 @@ func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, s
 // table (by id, or all stacks of known services when many are missing).
 func (e *Engine) stackFrames(ctx context.Context, f *filter, ids []uint64, sym *Symbols) (map[uint64][]uint64, error) {
 	out := make(map[uint64][]uint64, len(ids))
-	var missing []uint64
-	for _, id := range ids {
-		if fr, ok := sym.stack(e.Tenant, id); ok {
-			out[id] = fr
-		} else {
-			missing = append(missing, id)
-		}
-	}
+	missing := sym.stacksOf(e.Tenant, ids, out)
 	return out, lookup(f, missing, func(chunk []uint64) error {
 		var p params
 		rows, err := e.Conn.Query(ctx, stacksSQL(&p, e.Tables, e.Tenant, f, chunk), p.args...)
@@ -341,21 +334,7 @@ func unpackFrameIDs(packed string) ([]uint64, error) {
 // frameLabels names every frame of the stacks.
 func (e *Engine) frameLabels(ctx context.Context, f *filter, stacks []stackValue, sym *Symbols) (map[uint64]string, error) {
 	labels := map[uint64]string{}
-	wanted := map[uint64]bool{}
-	var missing []uint64
-	for _, s := range stacks {
-		for _, id := range s.frames {
-			if wanted[id] {
-				continue
-			}
-			wanted[id] = true
-			if l, ok := sym.label(e.Tenant, id); ok {
-				labels[id] = l
-			} else {
-				missing = append(missing, id)
-			}
-		}
-	}
+	missing := sym.labelsOf(e.Tenant, stacks, labels)
 	return labels, lookup(f, missing, func(chunk []uint64) error {
 		return e.loadFrames(ctx, f, chunk, labels, sym)
 	})
