@@ -118,6 +118,40 @@ describe('interpolateQuery', () => {
     expect(q.profileTypeId).toBe('memory:alloc_space:bytes:space:bytes');
   });
 
+  it("interpolates a diff's baseline: its selector with the ad hoc filters, offset and range", () => {
+    const filters: AdHocVariableFilter[] = [{ key: 'k8s_namespace_name', operator: '=', value: 'shop' }];
+    const q = interpolateQuery(
+      {
+        refId: 'A',
+        queryType: 'diff',
+        labelSelector: '{service_name="$svc"}',
+        left: { labelSelector: '{env=~"$envs"}', offset: '${offset}', from: '', to: undefined },
+      },
+      { offset: { text: '1d', value: '1d' } },
+      filters
+    );
+    expect(q.labelSelector).toBe('{service_name="checkout", k8s_namespace_name="shop"}');
+    expect(q.left).toEqual({ labelSelector: '{env=~"(?:prod|staging)", k8s_namespace_name="shop"}', offset: '1d' });
+    const range = interpolateQuery(
+      { refId: 'A', left: { from: '${__from}', to: '$to' } },
+      {
+        __from: { text: '1700000000000', value: '1700000000000' },
+        to: { text: 'now-1d', value: 'now-1d' },
+      }
+    );
+    expect(JSON.parse(JSON.stringify(range.left))).toEqual({ from: '1700000000000', to: 'now-1d' });
+  });
+
+  it("leaves a baseline without a selector to the query's, filters included", () => {
+    const q = interpolateQuery({ refId: 'A', left: { offset: '1h' } }, {}, [{ key: 'a', operator: '=', value: 'b' }]);
+    expect(JSON.parse(JSON.stringify(q.left))).toEqual({ offset: '1h' });
+  });
+
+  it('replaces variables in the function filter', () => {
+    installTemplateSrv({ fn: { value: 'regexp.Compile' } });
+    expect(interpolateQuery({ refId: 'A', function: ' $fn ' }, {}).function).toBe('regexp.Compile');
+  });
+
   it('adds no keys the query does not have', () => {
     const q = interpolateQuery({ refId: 'A', labelSelector: '{}' }, {});
     expect(q).toEqual({ refId: 'A', labelSelector: '{}' });

@@ -51,6 +51,22 @@ export function interpolateQuery(
   if (query.groupBy) {
     out.groupBy = interpolateList(query.groupBy, scopedVars, /\s*,\s*/);
   }
+  if (query.function) {
+    out.function = replace(query.function).trim();
+  }
+  if (query.left) {
+    // The baseline takes the same ad hoc filters: both sides compare the same slice of the dashboard.
+    const left = query.left;
+    out.left = {
+      ...left,
+      labelSelector: left.labelSelector?.trim()
+        ? interpolateSelector(left.labelSelector, scopedVars, filters)
+        : undefined,
+      offset: left.offset ? replace(left.offset).trim() : undefined,
+      from: left.from ? replace(left.from).trim() : undefined,
+      to: left.to ? replace(left.to).trim() : undefined,
+    };
+  }
   return out;
 }
 

@@ -68,7 +68,19 @@ export interface ProfilesOptions {
   tracesDatabase?: string;
   /** The exporter's traces table in tracesDatabase; default otel_traces. */
   tracesTable?: string;
+  /**
+   * Where answers of closed time ranges are cached: auto (default: ClickHouse's query cache when the server has one
+   * the user may use, else the plugin's own), clickhouse, plugin or off.
+   */
+  cache?: CacheMode;
+  /** Seconds a cached answer is served; default 300; 0 turns the cache off. */
+  cacheTtl?: string;
+  /** Seconds ago a range must end to be cached; default 60. */
+  cacheClosedAfter?: string;
 }
+
+/** Where answers of closed time ranges are cached (pkg/query/cache.go). */
+export type CacheMode = 'auto' | 'clickhouse' | 'plugin' | 'off';
 
 /** jsonData, with connection keys named as in the official ClickHouse datasource. */
 export interface FlamehouseOptions extends DataSourceJsonData {
@@ -135,6 +147,9 @@ export const DEFAULTS = {
   minStep: '15',
   profileType: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds',
   tracesTable: 'otel_traces',
+  cache: 'auto' as CacheMode,
+  cacheTtl: '300',
+  cacheClosedAfter: '60',
   /** The exporter's logs table that "Logs for this selection" reads through the ClickHouse plugin. */
   logsTable: 'otel_logs',
   metricsQuery:
@@ -187,6 +202,9 @@ export const PROFILES_KEYS = [
   'metricsQuery',
   'tracesDatabase',
   'tracesTable',
+  'cache',
+  'cacheTtl',
+  'cacheClosedAfter',
 ] as const satisfies ReadonlyArray<keyof ProfilesOptions>;
 
 /** Fixed secureJsonData keys; secure HTTP headers add secureHttpHeaders.<name>. */

@@ -53,6 +53,7 @@ function goStruct(source: string, name: string): Map<string, string> {
 const namedStringTypes = new Set(
   [
     { pkg: 'query', file: 'pkg/query/layout.go' },
+    { pkg: 'query', file: 'pkg/query/cache.go' },
     { pkg: '', file: 'pkg/plugin/settings.go' },
   ].flatMap(({ pkg, file }) =>
     [...read(file).matchAll(/^type (\w+) string$/gm)].map((m) => (pkg ? `${pkg}.${m[1]}` : m[1]))

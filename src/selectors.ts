@@ -49,6 +49,9 @@ export const selectors = {
     defaultMaxNodes: 'flamehouse-config-profiles-default-max-nodes',
     spanWindowPadding: 'flamehouse-config-profiles-span-window-padding',
     minStep: 'flamehouse-config-profiles-min-step',
+    cache: 'flamehouse-config-profiles-cache',
+    cacheTtl: 'flamehouse-config-profiles-cache-ttl',
+    cacheClosedAfter: 'flamehouse-config-profiles-cache-closed-after',
     tracesDatasource: 'flamehouse-config-links-traces-datasource',
     tracesDatabase: 'flamehouse-config-links-traces-database',
     tracesTable: 'flamehouse-config-links-traces-table',
@@ -81,6 +84,17 @@ export const selectors = {
     /** The trace id: an option, or next to the profile type in a traces query. */
     traceId: 'flamehouse-query-trace-id',
     errors: 'flamehouse-query-errors',
+    /** The function filter and its value (total or self), and time series as ratios. */
+    function: 'flamehouse-query-function',
+    functionValue: 'flamehouse-query-function-value',
+    ratio: 'flamehouse-query-ratio',
+    /** A diff query's baseline: its selector and range. */
+    baseline: 'flamehouse-query-baseline',
+    baselineOffset: 'flamehouse-query-baseline-offset',
+    baselineFrom: 'flamehouse-query-baseline-from',
+    baselineTo: 'flamehouse-query-baseline-to',
+    /** The button that turns a flame graph query into a diff against the previous period. */
+    compare: 'flamehouse-query-compare',
     /** The "Related" row of links under the editor in Explore, and each of its links. */
     related: 'flamehouse-query-related',
     relatedLink: 'flamehouse-query-related-link',

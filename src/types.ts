@@ -5,7 +5,24 @@ import { DataQuery } from '@grafana/schema';
  * OpenTelemetry Collector exporter's traces table, its spans marked where they have profile samples; `spans` ranks
  * the spans of a selection by profile value.
  */
-export type QueryType = 'profile' | 'metrics' | 'both' | 'table' | 'traces' | 'spans';
+export type QueryType = 'profile' | 'metrics' | 'both' | 'table' | 'traces' | 'spans' | 'diff';
+
+/** What a function filter keeps: the stacks through the function (total) or ending in it (self). */
+export type FunctionValue = 'total' | 'self';
+
+/**
+ * The baseline (left side) of a diff query; the query itself is the comparison (right side) over the panel's range.
+ * Its range is the query's shifted back by `offset` (a Grafana duration: 0, 1h, 1d, 7d), or `from` and `to` (Unix
+ * milliseconds, an RFC 3339 time, or now-2d); without either, the query's range when it has a selector of its own,
+ * else the previous period of the same length.
+ */
+export interface DiffSide {
+  /** Prometheus-style matchers; empty: the query's. */
+  labelSelector?: string;
+  offset?: string;
+  from?: string;
+  to?: string;
+}
 
 /**
  * A Flamehouse query, as the backend reads it (pkg/query/request.go). Targets built for Grafana Pyroscope (Tempo's
@@ -27,6 +44,14 @@ export interface ProfileQuery extends DataQuery {
   limit?: number;
   /** Flame graph nodes. */
   maxNodes?: number;
+  /** Only stacks through this function (a flame graph label, e.g. regexp.Compile). */
+  function?: string;
+  /** total (default): stacks that contain the function; self: stacks whose leaf it is. */
+  functionValue?: FunctionValue;
+  /** Time series as shares: of the group without the function filter, or of all groups without a function. */
+  ratio?: boolean;
+  /** The baseline of a diff query. */
+  left?: DiffSide;
 }
 
 /** The default query: a flame graph over every series. */

@@ -92,6 +92,9 @@ describe('ConfigEditor', () => {
       c.defaultMaxNodes,
       c.spanWindowPadding,
       c.minStep,
+      c.cache,
+      c.cacheTtl,
+      c.cacheClosedAfter,
     ]) {
       expect(within(profiles).getByTestId(id)).toBeInTheDocument();
     }
@@ -389,6 +392,20 @@ describe('ConfigEditor', () => {
       });
       typeInto(c.defaultMaxNodes, '');
       expect(view.latest().jsonData.profiles?.defaultMaxNodes).toBeUndefined();
+    });
+
+    it('sets the cache of closed ranges: mode, TTL and how long ago a range must end', () => {
+      const view = renderStateful(ConfigEditor, settings({ host: 'ch' }));
+      const cache = within(screen.getByTestId(c.cache));
+      expect(cache.getByRole('radio', { name: 'Auto' })).toBeChecked();
+      expect(screen.getByTestId(c.cacheTtl)).toHaveAttribute('placeholder', '300');
+      expect(screen.getByTestId(c.cacheClosedAfter)).toHaveAttribute('placeholder', '60');
+      fireEvent.click(cache.getByRole('radio', { name: 'Plugin' }));
+      typeInto(c.cacheTtl, '600');
+      typeInto(c.cacheClosedAfter, '120');
+      expect(view.latest().jsonData.profiles).toEqual({ cache: 'plugin', cacheTtl: '600', cacheClosedAfter: '120' });
+      typeInto(c.cacheTtl, 'ten minutes');
+      expect(screen.getByText('Must be a number of seconds, e.g. 10')).toBeInTheDocument();
     });
 
     describe('schema', () => {

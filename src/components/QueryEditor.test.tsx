@@ -383,6 +383,123 @@ describe('QueryEditor: spans and traces', () => {
   });
 });
 
+describe('QueryEditor: diff', () => {
+  const summary = () => screen.getByTestId(selectors.query.optionsSummary);
+  const baseline = () => screen.getByTestId(selectors.query.baseline);
+
+  it('turns a flame graph query into a diff against the previous period with one click, and runs it', async () => {
+    const { lastQuery, onRunQuery } = await setup(
+      { queryType: 'profile', profileTypeId: CPU, labelSelector: '{service_name="cart"}', spanSelector: [] },
+      { app: CoreApp.Explore }
+    );
+    fireEvent.click(screen.getByRole('button', { name: /Compare/ }));
+    await settle();
+    expect(lastQuery()).toMatchObject({
+      queryType: 'diff',
+      profileTypeId: CPU,
+      labelSelector: '{service_name="cart"}',
+      left: {},
+    });
+    expect(lastQuery().spanSelector).toBeUndefined();
+    expect(onRunQuery).toHaveBeenCalledTimes(1);
+    expect(summary()).toHaveTextContent('Type: Diff, Baseline: same labels, previous period');
+    expect(baseline()).toBeInTheDocument();
+    expect(screen.queryByRole('button', { name: /Compare/ })).not.toBeInTheDocument();
+  });
+
+  it('offers Compare on flame graphs only', async () => {
+    await setup({ queryType: 'metrics' });
+    expect(screen.queryByTestId(selectors.query.compare)).not.toBeInTheDocument();
+  });
+
+  it("edits the baseline's labels with the selector editor, and its offset", async () => {
+    const { lastQuery, onRunQuery } = await setup({
+      queryType: 'diff',
+      profileTypeId: CPU,
+      labelSelector: '{service_name="cart"}',
+    });
+    expect(within(baseline()).getByText('Baseline labels')).toBeInTheDocument();
+    const offset = within(baseline()).getByTestId(selectors.query.baselineOffset);
+    expect(offset).toHaveAttribute('placeholder', 'previous period');
+    fireEvent.change(offset, { target: { value: 'yesterday' } });
+    fireEvent.blur(offset);
+    expect(within(baseline()).getByText('A duration such as 1h, 1d or 7d')).toBeInTheDocument();
+    expect(onRunQuery).not.toHaveBeenCalled();
+    fireEvent.change(offset, { target: { value: '1d' } });
+    fireEvent.blur(offset);
+    expect(lastQuery().left).toEqual({ offset: '1d' });
+    expect(onRunQuery).toHaveBeenCalledTimes(1);
+    expect(summary()).toHaveTextContent('Baseline: same labels, 1d earlier');
+
+    // The baseline's selector, in the same editor as the query's (its own rows, code mode and completion).
+    const modes = within(baseline()).getByTestId(selectors.query.labelSelectorMode);
+    fireEvent.click(within(modes).getByLabelText('Code'));
+    const text = within(baseline()).getByTestId(selectors.query.labelSelectorText);
+    fireEvent.change(text, { target: { value: '{service_name="checkout"}' } });
+    fireEvent.blur(text);
+    expect(lastQuery().left).toEqual({ offset: '1d', labelSelector: '{service_name="checkout"}' });
+    expect(lastQuery().labelSelector).toBe('{service_name="cart"}');
+    expect(summary()).toHaveTextContent('Baseline: {service_name="checkout"}, 1d earlier');
+  });
+
+  it('takes an explicit range for the baseline, variables included', async () => {
+    const { lastQuery } = await setup({ queryType: 'diff', left: { offset: '1h' } });
+    fireEvent.click(within(baseline()).getByLabelText('Time range'));
+    await settle();
+    expect(lastQuery().left).toEqual({ from: 'now-2d', to: 'now-1d' });
+    const from = within(baseline()).getByTestId(selectors.query.baselineFrom);
+    fireEvent.change(from, { target: { value: 'last week' } });
+    fireEvent.blur(from);
+    expect(within(baseline()).getByText('Unix milliseconds, an RFC 3339 time or now-1h')).toBeInTheDocument();
+    fireEvent.change(from, { target: { value: '${__from}' } });
+    fireEvent.blur(from);
+    const to = within(baseline()).getByTestId(selectors.query.baselineTo);
+    fireEvent.change(to, { target: { value: '2025-01-01T00:00:00Z' } });
+    fireEvent.blur(to);
+    expect(lastQuery().left).toEqual({ from: '${__from}', to: '2025-01-01T00:00:00Z' });
+    fireEvent.click(within(baseline()).getByLabelText('Offset'));
+    expect(lastQuery().left).toEqual({});
+  });
+
+  it('has max nodes and the function filter among its options, without group by and span ids', async () => {
+    await setup({ queryType: 'diff' });
+    fireEvent.click(summary());
+    expect(screen.getByTestId(selectors.query.maxNodes)).toBeInTheDocument();
+    expect(screen.getByTestId(selectors.query.function)).toBeInTheDocument();
+    expect(screen.queryByTestId(selectors.query.groupBy)).not.toBeInTheDocument();
+    expect(screen.queryByTestId(selectors.query.spanSelector)).not.toBeInTheDocument();
+    expect(screen.queryByTestId(selectors.query.ratio)).not.toBeInTheDocument();
+  });
+});
+
+describe('QueryEditor: function filter and ratio', () => {
+  const summary = () => screen.getByTestId(selectors.query.optionsSummary);
+
+  it('filters by a function, self or total, and makes series ratios', async () => {
+    const { lastQuery, onRunQuery } = await setup({ queryType: 'metrics', profileTypeId: CPU });
+    fireEvent.click(summary());
+    const values = screen.getByTestId(selectors.query.functionValue);
+    expect(within(values).getByLabelText('Self')).toBeDisabled();
+    const fn = screen.getByTestId(selectors.query.function);
+    fireEvent.change(fn, { target: { value: 'regexp.Compile' } });
+    fireEvent.blur(fn);
+    expect(lastQuery().function).toBe('regexp.Compile');
+    fireEvent.click(within(screen.getByTestId(selectors.query.functionValue)).getByLabelText('Self'));
+    expect(lastQuery().functionValue).toBe('self');
+    fireEvent.click(screen.getByLabelText('Ratio'));
+    expect(lastQuery()).toMatchObject({ function: 'regexp.Compile', functionValue: 'self', ratio: true });
+    expect(onRunQuery).toHaveBeenCalledTimes(3);
+    expect(summary()).toHaveTextContent('Function: regexp.Compile (self), Ratio');
+  });
+
+  it('offers ratio for time series only', async () => {
+    await setup({ queryType: 'table' });
+    fireEvent.click(summary());
+    expect(screen.getByTestId(selectors.query.function)).toBeInTheDocument();
+    expect(screen.queryByLabelText('Ratio')).not.toBeInTheDocument();
+  });
+});
+
 describe('QueryEditor: related links', () => {
   beforeEach(() => {
     const byUid: Record<string, Partial<DataSourceInstanceSettings>> = {

@@ -1,10 +1,12 @@
 import React from 'react';
 import { CoreApp, QueryEditorProps } from '@grafana/data';
-import { Stack } from '@grafana/ui';
+import { Button, Stack } from '@grafana/ui';
 
 import { DataSource } from '../datasource';
+import { compareQuery } from '../diff';
 import { selectors } from '../selectors';
 import { FlamehouseOptions, ProfileQuery } from '../types';
+import { DiffSideEditor } from './query/DiffSideEditor';
 import { useLabelNames, useProfileTypes } from './query/hooks';
 import { LabelSelectorEditor } from './query/LabelSelectorEditor';
 import { ProfileTypePicker } from './query/ProfileTypePicker';
@@ -16,7 +18,8 @@ type Props = QueryEditorProps<DataSource, ProfileQuery, FlamehouseOptions>;
 
 /**
  * The query editor of Explore and panels, shaped like Pyroscope's: profile type and label selector (a traces query:
- * profile type and trace id), then the options collapsed under a summary, failed suggestions (Grafana shows the
+ * profile type and trace id; a flame graph also a "Compare" button that makes it a diff; a diff query its
+ * baseline's selector and range below), then the options collapsed under a summary, failed suggestions (Grafana shows the
  * query's own errors under the editor), and in Explore a row of links to the query's logs, metrics and trace. Picks
  * run the query at once; the selector text runs on blur or Shift+Enter.
  */
@@ -34,7 +37,8 @@ export function QueryEditor({ datasource, query, onChange, onRunQuery, range, ap
     profileTypes.error && `Profile types: ${profileTypes.error}`,
     labelNames.error && `Label names: ${labelNames.error}`,
   ].filter((e): e is string => !!e);
-  const traces = effectiveQueryType(query, app) === 'traces';
+  const type = effectiveQueryType(query, app);
+  const traces = type === 'traces';
   const related = app === CoreApp.Explore && range ? datasource.relatedLinks(query, range) : [];
 
   return (
@@ -67,7 +71,33 @@ export function QueryEditor({ datasource, query, onChange, onRunQuery, range, ap
             onChange={(labelSelector, run) => change({ labelSelector }, run)}
           />
         )}
+        {(type === 'profile' || type === 'both') && (
+          <Button
+            data-testid={selectors.query.compare}
+            size="sm"
+            variant="secondary"
+            fill="outline"
+            icon="exchange-alt"
+            tooltip="Diff this flame graph against a baseline: the previous period of the same length, or an offset, range or selection you choose"
+            onClick={() => {
+              onChange(compareQuery(query));
+              onRunQuery();
+            }}
+          >
+            Compare
+          </Button>
+        )}
       </Stack>
+      {type === 'diff' && (
+        <DiffSideEditor
+          datasource={datasource}
+          range={range}
+          profileTypeId={profileTypeId}
+          labelNames={labelNames}
+          value={query.left}
+          onChange={(left, run) => change({ left }, run)}
+        />
+      )}
       <QueryOptions
         query={query}
         app={app}

@@ -1,7 +1,7 @@
 import React from 'react';
 import { Field, Input, RadioButtonGroup, Text } from '@grafana/ui';
 
-import { DEFAULTS, ProfilesOptions, ProfilesSchema } from '../../options';
+import { CacheMode, DEFAULTS, ProfilesOptions, ProfilesSchema } from '../../options';
 import { selectors } from '../../selectors';
 import { ConfigSection } from './ConfigSection';
 import { numberOrUndefined, textValue } from './inputs';
@@ -28,6 +28,17 @@ const schemas: Array<{ label: string; value: ProfilesSchema; description: string
   },
 ];
 
+const cacheModes: Array<{ label: string; value: CacheMode; description: string }> = [
+  {
+    label: 'Auto',
+    value: 'auto',
+    description: "ClickHouse's query cache when the server has one this user may use, else the plugin's",
+  },
+  { label: 'ClickHouse', value: 'clickhouse', description: 'use_query_cache on the server' },
+  { label: 'Plugin', value: 'plugin', description: "The plugin's own memory, bounded" },
+  { label: 'Off', value: 'off', description: 'Read every query from the tables' },
+];
+
 /**
  * Where the profile tables are (Flamehouse's own or the Collector exporter's)
  * and query defaults (jsonData.profiles). The linked datasources are in LinksSection.
@@ -45,6 +56,8 @@ export function ProfilesSection({ options, onOptionsChange }: EditorProps) {
     maxNodes: maxNodesError(profiles.defaultMaxNodes),
     padding: secondsError(profiles.spanWindowPadding),
     minStep: secondsError(profiles.minStep),
+    cacheTtl: secondsError(profiles.cacheTtl),
+    cacheClosedAfter: secondsError(profiles.cacheClosedAfter),
   };
   return (
     <ConfigSection
@@ -185,6 +198,45 @@ export function ProfilesSection({ options, onOptionsChange }: EditorProps) {
           placeholder={DEFAULTS.minStep}
           width={20}
           onChange={textValue((minStep) => set({ minStep }))}
+        />
+      </Field>
+      <Field
+        label="Cache closed ranges"
+        description="Queries whose range ended a while ago are answered from a cache; a range that touches now is always read"
+      >
+        <RadioButtonGroup<CacheMode>
+          data-testid={selectors.config.cache}
+          options={cacheModes}
+          value={profiles.cache ?? DEFAULTS.cache}
+          onChange={(cache) => set({ cache })}
+        />
+      </Field>
+      <Field
+        label="Cache TTL (seconds)"
+        description={`How long a cached answer is served; late rows show after it. 0 turns the cache off. Default ${DEFAULTS.cacheTtl}`}
+        invalid={!!errors.cacheTtl}
+        error={errors.cacheTtl}
+      >
+        <Input
+          data-testid={selectors.config.cacheTtl}
+          value={profiles.cacheTtl ?? ''}
+          placeholder={DEFAULTS.cacheTtl}
+          width={20}
+          onChange={textValue((cacheTtl) => set({ cacheTtl }))}
+        />
+      </Field>
+      <Field
+        label="Closed after (seconds)"
+        description={`How long ago a range must end to be cached: profiles still arriving stay visible. Default ${DEFAULTS.cacheClosedAfter}`}
+        invalid={!!errors.cacheClosedAfter}
+        error={errors.cacheClosedAfter}
+      >
+        <Input
+          data-testid={selectors.config.cacheClosedAfter}
+          value={profiles.cacheClosedAfter ?? ''}
+          placeholder={DEFAULTS.cacheClosedAfter}
+          width={20}
+          onChange={textValue((cacheClosedAfter) => set({ cacheClosedAfter }))}
         />
       </Field>
     </ConfigSection>

@@ -21,6 +21,9 @@ interface Props {
   datasource: DataSource;
   range?: ResourceRange;
   profileTypeId?: string;
+  /** The field's label; default "Labels". */
+  label?: string;
+  tooltip?: string;
   value: string;
   labelNames: Lookup<string[]>;
   /** Stores a selector; run says whether to run the query too. */
@@ -31,16 +34,20 @@ interface Props {
  * The label selector, edited as rows (builder) or as text (code); both edit the same text. The builder is
  * unavailable while the text does not parse, so that a bad edit is never replaced by an empty selector.
  */
-export function LabelSelectorEditor({ datasource, range, profileTypeId, value, labelNames, onChange }: Props) {
+export function LabelSelectorEditor({
+  datasource,
+  range,
+  profileTypeId,
+  label = 'Labels',
+  tooltip = 'Label matchers, e.g. {service_name="checkout", k8s_namespace_name=~"prod-.*"}: = and != compare, =~ and !~ match RE2 regexps (anchored).',
+  value,
+  labelNames,
+  onChange,
+}: Props) {
   const parsed = parseSelector(value);
   const [mode, setMode] = useState<SelectorMode>(parsed.ok ? 'builder' : 'code');
   return (
-    <InlineField
-      label="Labels"
-      labelWidth={14}
-      grow
-      tooltip='Label matchers, e.g. {service_name="checkout", k8s_namespace_name=~"prod-.*"}: = and != compare, =~ and !~ match RE2 regexps (anchored).'
-    >
+    <InlineField label={label} labelWidth={14} grow tooltip={tooltip}>
       <div data-testid={selectors.query.labelSelector} style={{ flexGrow: 1 }}>
         <Stack gap={1} alignItems="flex-start">
           <div data-testid={selectors.query.labelSelectorMode}>

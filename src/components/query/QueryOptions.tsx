@@ -1,11 +1,12 @@
 import React, { useState } from 'react';
 import { CoreApp, SelectableValue } from '@grafana/data';
-import { Collapse, InlineField, InlineFieldRow, Input, MultiSelect, RadioButtonGroup } from '@grafana/ui';
+import { Collapse, InlineField, InlineFieldRow, InlineSwitch, Input, MultiSelect, RadioButtonGroup } from '@grafana/ui';
 
+import { baselineSummary } from '../../diff';
 import { containsVariable } from '../../interpolate';
 import { labelOption } from '../../labelNames';
 import { selectors } from '../../selectors';
-import { ProfileQuery, QueryType } from '../../types';
+import { FunctionValue, ProfileQuery, QueryType } from '../../types';
 import { Lookup } from './hooks';
 
 /** Backend limits (pkg/query/request.go). */
@@ -16,6 +17,7 @@ const TYPES: Array<SelectableValue<QueryType>> = [
   { label: 'Metrics', value: 'metrics', description: 'Time series' },
   { label: 'Both', value: 'both', description: 'Flame graph and time series' },
   { label: 'Table', value: 'table', description: 'Top functions' },
+  { label: 'Diff', value: 'diff', description: 'Diff flame graph: this selection and range against a baseline' },
   { label: 'Spans', value: 'spans', description: 'The spans with the most profile value, with links to their traces' },
   {
     label: 'Trace',
@@ -24,8 +26,17 @@ const TYPES: Array<SelectableValue<QueryType>> = [
   },
 ];
 
-/** Query types whose options include group by and max nodes. */
-const PROFILE_TYPES: readonly QueryType[] = ['profile', 'metrics', 'both', 'table'];
+/** Query types whose options include the function filter and max nodes. */
+const PROFILE_TYPES: readonly QueryType[] = ['profile', 'metrics', 'both', 'table', 'diff'];
+/** Query types whose options include group by (it splits time series; flame graphs and tables keep it for both). */
+const GROUP_BY_TYPES: readonly QueryType[] = ['profile', 'metrics', 'both', 'table'];
+/** Query types of time series: ratio. */
+const SERIES_TYPES: readonly QueryType[] = ['metrics', 'both'];
+
+const FUNCTION_VALUES: Array<SelectableValue<FunctionValue>> = [
+  { label: 'Total', value: 'total', description: 'Stacks that contain the function' },
+  { label: 'Self', value: 'self', description: 'Stacks whose leaf is the function' },
+];
 
 interface Props {
   query: ProfileQuery;
@@ -61,6 +72,15 @@ export function optionsSummary(query: ProfileQuery, app?: CoreApp): string {
   if (query.traceId) {
     parts.push(`Trace: ${query.traceId}`);
   }
+  if (query.function) {
+    parts.push(`Function: ${query.function} (${query.functionValue ?? 'total'})`);
+  }
+  if (query.ratio && SERIES_TYPES.includes(type)) {
+    parts.push('Ratio');
+  }
+  if (type === 'diff') {
+    parts.push(`Baseline: ${baselineSummary(query.left)}`);
+  }
   return parts.join(', ');
 }
 
@@ -94,6 +114,9 @@ export function QueryOptions({ query, app, labelNames, defaultMaxNodes, onChange
           <OtherOptions
             query={query}
             profileOptions={PROFILE_TYPES.includes(type)}
+            groupByOption={GROUP_BY_TYPES.includes(type)}
+            spanOptions={type !== 'diff'}
+            seriesOptions={SERIES_TYPES.includes(type)}
             labelNames={labelNames}
             defaultMaxNodes={defaultMaxNodes}
             onChange={onChange}
@@ -105,16 +128,31 @@ export function QueryOptions({ query, app, labelNames, defaultMaxNodes, onChange
 }
 
 interface OtherOptionsProps extends Omit<Props, 'app'> {
-  /** Whether to show the options of flame graphs, tables and series: group by and max nodes. */
+  /** Whether to show the options of flame graphs, tables and series: function and max nodes. */
   profileOptions: boolean;
+  /** Whether to show group by. */
+  groupByOption: boolean;
+  /** Whether to show span and trace ids (a diff compares selections and ranges, not spans). */
+  spanOptions: boolean;
+  /** Whether to show the options of time series: ratio. */
+  seriesOptions: boolean;
 }
 
 /** The options below the query type. */
-function OtherOptions({ query, profileOptions, labelNames, defaultMaxNodes, onChange }: OtherOptionsProps) {
+function OtherOptions({
+  query,
+  profileOptions,
+  groupByOption,
+  spanOptions,
+  seriesOptions,
+  labelNames,
+  defaultMaxNodes,
+  onChange,
+}: OtherOptionsProps) {
   const groupBy = query.groupBy ?? [];
   return (
     <>
-      {profileOptions && (
+      {groupByOption && (
         <InlineFieldRow data-testid={selectors.query.groupBy}>
           <InlineField
             label="Group by"
@@ -158,28 +196,73 @@ function OtherOptions({ query, profileOptions, labelNames, defaultMaxNodes, onCh
           />
         )}
       </InlineFieldRow>
-      <InlineFieldRow>
-        <CommitInput
-          label="Span IDs"
-          tooltip="Only samples of these spans: 16 hex digits each, separated by commas or spaces."
-          testId={selectors.query.spanSelector}
-          width={50}
-          value={(query.spanSelector ?? []).join(', ')}
-          placeholder="e.g. 1a2b3c4d5e6f7a8b"
-          validate={validateSpanIds}
-          onCommit={(t) => onChange({ spanSelector: splitIds(t) })}
-        />
-        <CommitInput
-          label="Trace ID"
-          tooltip="Only samples of this trace: 32 hex digits."
-          testId={selectors.query.traceId}
-          width={40}
-          value={query.traceId ?? ''}
-          placeholder="32 hex digits"
-          validate={validateTraceId}
-          onCommit={(t) => onChange({ traceId: t || undefined })}
-        />
-      </InlineFieldRow>
+      {profileOptions && (
+        <InlineFieldRow>
+          <CommitInput
+            label="Function"
+            tooltip="Only stacks through this function, named as in the flame graph (e.g. regexp.Compile): for alerts on one function's CPU or memory."
+            testId={selectors.query.function}
+            width={40}
+            value={query.function ?? ''}
+            placeholder="e.g. regexp.Compile"
+            validate={() => undefined}
+            onCommit={(t) => onChange({ function: t || undefined })}
+          />
+          <InlineField
+            label="Function value"
+            labelWidth={14}
+            tooltip="Total: stacks that contain the function. Self: stacks whose leaf it is."
+          >
+            <div data-testid={selectors.query.functionValue}>
+              <RadioButtonGroup<FunctionValue>
+                size="sm"
+                options={FUNCTION_VALUES}
+                value={query.functionValue ?? 'total'}
+                disabled={!query.function}
+                onChange={(functionValue) => onChange({ functionValue })}
+              />
+            </div>
+          </InlineField>
+          {seriesOptions && (
+            <InlineField
+              label="Ratio"
+              labelWidth={14}
+              tooltip="Series as shares (0-100%): the function's share of its group, or without a function each group's share of all."
+            >
+              <InlineSwitch
+                data-testid={selectors.query.ratio}
+                aria-label="Ratio"
+                value={!!query.ratio}
+                onChange={(e) => onChange({ ratio: e.currentTarget.checked || undefined })}
+              />
+            </InlineField>
+          )}
+        </InlineFieldRow>
+      )}
+      {spanOptions && (
+        <InlineFieldRow>
+          <CommitInput
+            label="Span IDs"
+            tooltip="Only samples of these spans: 16 hex digits each, separated by commas or spaces."
+            testId={selectors.query.spanSelector}
+            width={50}
+            value={(query.spanSelector ?? []).join(', ')}
+            placeholder="e.g. 1a2b3c4d5e6f7a8b"
+            validate={validateSpanIds}
+            onCommit={(t) => onChange({ spanSelector: splitIds(t) })}
+          />
+          <CommitInput
+            label="Trace ID"
+            tooltip="Only samples of this trace: 32 hex digits."
+            testId={selectors.query.traceId}
+            width={40}
+            value={query.traceId ?? ''}
+            placeholder="32 hex digits"
+            validate={validateTraceId}
+            onCommit={(t) => onChange({ traceId: t || undefined })}
+          />
+        </InlineFieldRow>
+      )}
     </>
   );
 }
