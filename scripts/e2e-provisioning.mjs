@@ -1,13 +1,14 @@
 // Copies the project's provisioning for a test Grafana: node
 // scripts/e2e-provisioning.mjs SOURCE TARGET CLICKHOUSE_PORT.
 //
-// SOURCE is provisioning/ (datasources/, dashboards/, examples/). TARGET gets
-// datasources/ with the datasources file and every example, dashboards/ with
-// the dashboard and its provider pointing at TARGET/dashboards, and every
+// SOURCE is provisioning/ (datasources/, dashboards/, alerting/, examples/).
+// TARGET gets datasources/ with the datasources file and every example,
+// dashboards/ with the dashboard and its provider pointing at
+// TARGET/dashboards, alerting/ with the alert rules as they are, and every
 // datasource that reaches ClickHouse on 127.0.0.1:8123 (the README's main
 // job) pointed at CLICKHOUSE_PORT instead. Nothing else changes, so the specs
 // check the files users copy.
-import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 
@@ -54,5 +55,11 @@ for (const f of readdirSync(join(source, 'dashboards'))) {
     writeFileSync(join(target, 'dashboards', f), stringify(doc));
   } else {
     cpSync(join(source, 'dashboards', f), join(target, 'dashboards', f));
+  }
+}
+if (existsSync(join(source, 'alerting'))) {
+  mkdirSync(join(target, 'alerting'), { recursive: true });
+  for (const f of readdirSync(join(source, 'alerting')).filter((n) => /\.ya?ml$/.test(n))) {
+    cpSync(join(source, 'alerting', f), join(target, 'alerting', f));
   }
 }

@@ -290,11 +290,14 @@ describe('provisioning/dashboards', () => {
     }
   });
 
-  it('has a time series by pod, a flame graph and a top-functions table', () => {
+  it('has a time series by pod, a flame graph, a top-functions table and a diff flame graph', () => {
     const byType = (type: string) => dashboard.panels.find((p) => p.type === type)?.targets[0];
     expect(byType('timeseries')).toMatchObject({ queryType: 'metrics', groupBy: ['k8s_pod_name'] });
     expect(byType('flamegraph')).toMatchObject({ queryType: 'profile' });
     expect(byType('table')).toMatchObject({ queryType: 'table' });
+    const diff = dashboard.panels.find((p) => p.targets[0].queryType === 'diff');
+    expect(diff?.type).toBe('flamegraph');
+    expect(diff?.targets[0]).toMatchObject({ left: {} });
     expect(new Set(dashboard.panels.map((p) => p.id)).size).toBe(dashboard.panels.length);
   });
 
@@ -346,6 +349,72 @@ describe('provisioning/dashboards', () => {
         expect(v.allValue).toBe('.*');
       }
     }
+  });
+});
+
+interface AlertQuery {
+  refId: string;
+  datasourceUid: string;
+  relativeTimeRange?: { from: number; to: number };
+  model: Record<string, unknown> & { refId: string; type?: string; expression?: string };
+}
+
+const alerting = parse(read('provisioning/alerting/flamehouse.yaml')) as {
+  apiVersion: number;
+  groups: Array<{
+    orgId: number;
+    name: string;
+    folder: string;
+    interval: string;
+    rules: Array<{ uid: string; title: string; condition: string; data: AlertQuery[]; for: string }>;
+  }>;
+};
+/** Keys of an alert query's model that Grafana's rule editor saves besides the datasource's own. */
+const ALERT_MODEL_KEYS = [...GRAFANA_QUERY_KEYS, 'intervalMs', 'maxDataPoints'];
+
+describe('provisioning/alerting', () => {
+  const rules = alerting.groups.flatMap((g) => g.rules);
+
+  it("is a Grafana alerting file of rules in the dashboard's folder", () => {
+    expect(alerting.apiVersion).toBe(1);
+    expect(plugin.alerting).toBe(true);
+    expect(rules.length).toBeGreaterThan(0);
+    expect(new Set(rules.map((r) => r.uid)).size).toBe(rules.length);
+    for (const g of alerting.groups) {
+      expect(g).toMatchObject({ orgId: 1, folder: 'Flamehouse' });
+      expect(g.interval).toMatch(/^\d+[sm]$/);
+    }
+  });
+
+  it('queries the provisioned datasource with keys the backend reads, then reduces and thresholds', () => {
+    for (const rule of rules) {
+      const refs = rule.data.map((d) => d.refId);
+      expect(refs).toContain(rule.condition);
+      const queries = rule.data.filter((d) => d.datasourceUid !== '__expr__');
+      expect(queries.length).toBeGreaterThan(0);
+      for (const q of queries) {
+        expect(q.datasourceUid).toBe(ds.uid);
+        expect(q.model.datasource).toEqual({ type: plugin.id, uid: ds.uid });
+        expect(q.model.refId).toBe(q.refId);
+        expect(checkAgainst(queryStruct, q.model, `${rule.title}: ${q.refId}`, ALERT_MODEL_KEYS)).toEqual([]);
+        // Alert rules read numbers: time series (metrics) or a number per function (table).
+        expect(['metrics', 'table']).toContain(q.model.queryType);
+        expect(q.model.profileTypeId).toMatch(PROFILE_TYPE);
+        expect(q.relativeTimeRange?.from).toBeGreaterThan(0);
+      }
+      for (const e of rule.data.filter((d) => d.datasourceUid === '__expr__')) {
+        expect(refs).toContain(e.model.expression);
+        expect(['reduce', 'threshold', 'math', 'classic_conditions']).toContain(e.model.type);
+      }
+    }
+  });
+
+  it('watches the demo service with a function filter and a ratio, and per pod', () => {
+    const models = rules.flatMap((r) => r.data.map((d) => d.model));
+    expect(models).toContainEqual(
+      expect.objectContaining({ labelSelector: '{service_name="flamehouse"}', function: '[libchdb.so]', ratio: true })
+    );
+    expect(models).toContainEqual(expect.objectContaining({ groupBy: ['k8s_pod_name'] }));
   });
 });
 

@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
+	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
 
@@ -123,7 +125,7 @@ func TestProvisionedExporterExampleIsHealthy(t *testing.T) {
 func requireQueriesRun(t *testing.T, ds *Datasource) {
 	t.Helper()
 	now := time.Now()
-	for _, queryType := range []string{"profile", "table", "metrics", "spans"} {
+	for _, queryType := range []string{"profile", "table", "metrics", "spans", "diff"} {
 		q, err := json.Marshal(map[string]any{"queryType": queryType, "labelSelector": `{service_name="none"}`})
 		require.NoError(t, err)
 		resp, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{
@@ -132,4 +134,116 @@ func requireQueriesRun(t *testing.T, ds *Datasource) {
 		require.NoError(t, err)
 		require.NoError(t, resp.Responses["A"].Error, queryType) // the default profile type from the example applies
 	}
+}
+
+// alertRuleFile is Grafana's alerting provisioning file, as far as the
+// rules' queries go.
+type alertRuleFile struct {
+	APIVersion int `yaml:"apiVersion"`
+	Groups     []struct {
+		Name     string `yaml:"name"`
+		Folder   string `yaml:"folder"`
+		Interval string `yaml:"interval"`
+		Rules    []struct {
+			UID       string `yaml:"uid"`
+			Title     string `yaml:"title"`
+			Condition string `yaml:"condition"`
+			Data      []struct {
+				RefID             string `yaml:"refId"`
+				DatasourceUID     string `yaml:"datasourceUid"`
+				RelativeTimeRange struct {
+					From int64 `yaml:"from"`
+					To   int64 `yaml:"to"`
+				} `yaml:"relativeTimeRange"`
+				Model map[string]any `yaml:"model"`
+			} `yaml:"data"`
+		} `yaml:"rules"`
+	} `yaml:"groups"`
+}
+
+// engineProfile is a CPU profile of service flamehouse as the demo's: Go
+// frames, and frames of the embedded engine's library without symbols
+// (named "[libchdb.so]"), engine nanoseconds of the total.
+func engineProfile(at time.Time, engine, other int64) *profile.Profile {
+	lib := &profile.Mapping{ID: 1, Start: 0x7f0000000000, Limit: 0x7f0010000000, File: "/opt/flamehouse/libchdb.so"}
+	bin := &profile.Mapping{ID: 2, Start: 0x400000, Limit: 0x800000, File: "/usr/bin/flamehouse", HasFunctions: true}
+	fn := func(id uint64, name string) *profile.Function {
+		return &profile.Function{ID: id, Name: name, SystemName: name, Filename: "x.go"}
+	}
+	query, serve := fn(1, "github.com/flamehouse/flamehouse/pkg/chembed.(*Conn).Query"), fn(2, "net/http.(*conn).serve")
+	locs := []*profile.Location{
+		{ID: 1, Mapping: lib, Address: 0x7f0000001234},
+		{ID: 2, Mapping: bin, Address: 0x401000, Line: []profile.Line{{Function: query, Line: 1}}},
+		{ID: 3, Mapping: bin, Address: 0x402000, Line: []profile.Line{{Function: serve, Line: 1}}},
+	}
+	return &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, Period: 10_000_000,
+		TimeNanos: at.UnixNano(), DurationNanos: int64(15 * time.Second),
+		Mapping: []*profile.Mapping{lib, bin}, Location: locs, Function: []*profile.Function{query, serve},
+		Sample: []*profile.Sample{
+			{Location: []*profile.Location{locs[0], locs[1], locs[2]}, Value: []int64{engine / 10_000_000, engine}},
+			{Location: []*profile.Location{locs[1], locs[2]}, Value: []int64{other / 10_000_000, other}},
+		},
+	}
+}
+
+// TestProvisionedAlertRulesEvaluate loads provisioning/alerting as Grafana
+// does and runs each rule's datasource query exactly as the alert
+// evaluation sends it (the saved model over its relative range, FromAlert)
+// through the provisioned datasource, on CPU profiles shaped like the
+// demo's: numeric time series come back, and the engine rule's ratio is the
+// engine's share of the CPU time sent.
+func TestProvisionedAlertRulesEvaluate(t *testing.T) {
+	raw, err := os.ReadFile("../../provisioning/alerting/flamehouse.yaml")
+	require.NoError(t, err)
+	var file alertRuleFile
+	require.NoError(t, yaml.Unmarshal(raw, &file))
+	require.Equal(t, 1, file.APIVersion)
+	require.NotEmpty(t, file.Groups)
+
+	f := newFixture(t, nil)
+	now := time.Now()
+	const engine, other = 19 * 500_000_000, 500_000_000 // 95% in the engine
+	req, err := pprofconv.Convert(engineProfile(now.Add(-2*time.Minute), engine, other), pprofconv.Options{ResourceAttributes: []string{"service.name", "flamehouse"}})
+	require.NoError(t, err)
+	f.send(t, req)
+	datasources := readProvisioned(t, "../../provisioning/datasources/datasources.yml")
+	ds := provisionedInstance(t, datasources[0], f.ds.settings.Profiles.Database)
+
+	rules := 0
+	for _, g := range file.Groups {
+		require.NotEmpty(t, g.Folder)
+		for _, rule := range g.Rules {
+			rules++
+			t.Run(rule.Title, func(t *testing.T) {
+				refs := map[string]bool{}
+				for _, d := range rule.Data {
+					refs[d.RefID] = true
+				}
+				require.True(t, refs[rule.Condition], "the condition is one of the rule's queries")
+				for _, d := range rule.Data {
+					if d.DatasourceUID == "__expr__" {
+						continue
+					}
+					require.Equal(t, datasources[0].UID, d.DatasourceUID, "queries the provisioned datasource")
+					from := now.Add(-time.Duration(d.RelativeTimeRange.From) * time.Second)
+					frames := requireOK(t, alertQuery(t, ds, d.Model, from, now.Add(-time.Duration(d.RelativeTimeRange.To)*time.Second)))
+					requireAlertSeries(t, frames)
+					var values []float64
+					for _, fr := range frames {
+						for i := range fr.Rows() {
+							values = append(values, fr.Fields[1].At(i).(float64)) //nolint:forcetypeassert // float64 series
+						}
+					}
+					require.NotEmpty(t, values, "the rule's query has points on the demo's profiles")
+					if d.Model["ratio"] == true {
+						require.Len(t, values, 1, "one interval holds the profile")
+						require.InDelta(t, 0.95, values[0], 1e-9, "the engine's share of the CPU time")
+					}
+				}
+			})
+		}
+	}
+	require.Equal(t, 2, rules)
 }
