@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,13 +60,14 @@ const (
 	peerExporterTimeout = 10 * time.Minute
 )
 
-// BenchmarkPeer loads the same eBPF-shaped workloads into Flamehouse's
-// tables through its in-process ingest and into the contrib ClickHouse
-// exporter's otel_profiles table through a real Collector, both over
-// OTLP/gRPC with acknowledgements that mean committed, with
-// FLAMEHOUSE_PEER_SENDERS requests (default 32) in flight on either path,
-// and prints a side-by-side table of each phase. Each phase loads fresh
-// databases of both schemas:
+// BenchmarkPeer loads the same eBPF-shaped workloads three ways: into
+// Flamehouse's tables through its in-process ingest, into the same tables
+// through the Flamehouse Collector distribution's flamehouse exporter, and
+// into the contrib ClickHouse exporter's otel_profiles table through a real
+// Collector, all over OTLP/gRPC with acknowledgements that mean committed,
+// with FLAMEHOUSE_PEER_SENDERS requests (default 32) in flight on each
+// path, and prints a side-by-side table of each phase. Each phase loads
+// fresh databases:
 //
 //   - sparse: profilegen's DefaultConfig at FLAMEHOUSE_PEER_RATE events/s
 //     (default 10) over FLAMEHOUSE_PEER_HOURS hours (default 24), in
@@ -79,8 +81,10 @@ const (
 //     as the workload's profilers send them: one per node of 10 pods. It
 //     compares bytes on disk per event and ingest throughput.
 //
-// In either phase both schemas must return the workload's CPU time,
-// computed from the requests, as the whole range's flame graph root.
+// Query latency is measured on the ingest's and the exporter's tables (the
+// Collector path writes the ingest's tables). In either phase every path
+// must return the workload's CPU time, computed from the requests, as the
+// whole range's flame graph root.
 func BenchmarkPeer(b *testing.B) {
 	chtest.Get(b) // skips under -short before generating anything
 	sparse := runPeerPhase(b, newPeerWorkload(b))
@@ -91,31 +95,34 @@ func BenchmarkPeer(b *testing.B) {
 		require.Equal(b, dense.load.cpuNanos, root, "%s: the dense phase's flame graph root is its CPU time", s.name)
 	}
 	for b.Loop() {
-		for _, s := range sparse.sides() {
+		for _, s := range sparse.querySides() {
 			s.runQueries(b, sparse.w)
 		}
 	}
+	all := "flame-" + sparse.w.allName()
+	sparse.collector.roots = map[string]int64{all: sparse.collector.flameRoot(b, sparse.w.start, sparse.w.queryTo)}
 	for _, s := range sparse.sides() {
-		require.Equal(b, sparse.load.cpuNanos, s.roots["flame-"+sparse.w.allName()], "%s: the whole range's flame graph root is the workload's CPU time", s.name)
+		require.Equal(b, sparse.load.cpuNanos, s.roots[all], "%s: the whole range's flame graph root is the workload's CPU time", s.name)
 	}
 	report := peerReport{sparse: sparse, dense: dense}
 	report.metrics(b)
 	fmt.Print(report.String())
 }
 
-// peerPhase is one workload loaded into fresh databases of both schemas.
+// peerPhase is one workload loaded into fresh databases by each path.
 type peerPhase struct {
-	w              *peerWorkload
-	load           *peerLoad
-	ours, exporter *peerSide
+	w                         *peerWorkload
+	load                      *peerLoad
+	ours, collector, exporter *peerSide
 }
 
 // runPeerPhase generates a workload, loads it into a freshly migrated
-// Flamehouse database and, through a Collector of its own, into a fresh
-// exporter database, and measures both on disk.
+// Flamehouse database, through the Flamehouse Collector distribution into
+// a new database (its exporter creates the schema) and through a contrib
+// Collector into a fresh exporter database, and measures each on disk.
 func runPeerPhase(b *testing.B, w *peerWorkload) *peerPhase {
 	b.Helper()
-	p := &peerPhase{w: w, load: w.generate(b), ours: newOursSide(b), exporter: newExporterSide(b)}
+	p := &peerPhase{w: w, load: w.generate(b), ours: newOursSide(b), collector: newCollectorSide(b), exporter: newExporterSide(b)}
 	for _, s := range p.sides() { // one heavy job at a time
 		s.load(b, p.load, w.senders)
 		s.measureDisk(b)
@@ -123,7 +130,10 @@ func runPeerPhase(b *testing.B, w *peerWorkload) *peerPhase {
 	return p
 }
 
-func (p *peerPhase) sides() []*peerSide { return []*peerSide{p.ours, p.exporter} }
+func (p *peerPhase) sides() []*peerSide { return []*peerSide{p.ours, p.collector, p.exporter} }
+
+// querySides are the sides whose query latency is measured: one per schema.
+func (p *peerPhase) querySides() []*peerSide { return []*peerSide{p.ours, p.exporter} }
 
 // peerWorkload is one phase's data set and query ranges.
 type peerWorkload struct {
@@ -358,6 +368,33 @@ func newOursSide(b *testing.B) *peerSide {
 	}
 }
 
+// newCollectorSide is the Flamehouse Collector distribution with the
+// flamehouse exporter as the ingest is configured: Native inserts over HTTP,
+// the writer's production defaults (500 ms flush), no retention (as
+// migrated), no sending queue and no retries, so that an acknowledgement
+// means committed, as on the other paths. It writes into a new database,
+// whose schema the exporter creates.
+func newCollectorSide(b *testing.B) *peerSide {
+	b.Helper()
+	srv := chtest.Get(b)
+	bin := otelcoltest.BuildDistribution(b)
+	db := srv.NewDatabase(b)
+	exp := otelcoltest.FlamehouseExporter(srv, db)
+	exp["timeout"] = peerExporterTimeout.String()
+	exp["writer"] = map[string]any{"flush_interval": "500ms"}
+	exp["retention"] = map[string]any{"samples": "0s", "minute": "0s", "hour": "0s"}
+	col := otelcoltest.Start(b, bin, otelcoltest.Config{
+		Exporters: map[string]any{"flamehouse": exp},
+		Pipelines: map[string]otelcoltest.Pipeline{"profiles": {Exporters: []string{"flamehouse"}}},
+	})
+	settings := embeddedSettings(b, db)
+	settings["profiles"].(map[string]any)["schema"] = "flamehouse" //nolint:forcetypeassert // built by embeddedSettings
+	return &peerSide{
+		name: "collector", addr: col.GRPCEndpoint, db: db, conn: srv.Open(b),
+		f: &fixture{ds: instance(b, settings, nil)},
+	}
+}
+
 // newExporterSide is a Collector with the ClickHouse exporter writing into
 // a database of its own, and a datasource reading its table.
 func newExporterSide(b *testing.B) *peerSide {
@@ -565,12 +602,14 @@ func (r *peerReport) metrics(b *testing.B) {
 			b.ReportMetric(s.throughput(p.load), p.w.name+"-"+s.name+"-events/s")
 		}
 		b.ReportMetric(float64(p.exporter.diskBytes())/float64(p.ours.diskBytes()), p.w.name+"-bytes-ratio")
+		b.ReportMetric(p.collector.throughput(p.load)/p.exporter.throughput(p.load), p.w.name+"-collector/exporter-events")
+		b.ReportMetric(p.collector.throughput(p.load)/p.ours.throughput(p.load), p.w.name+"-collector/flamehouse-events")
 		b.ReportMetric(events, p.w.name+"-events")
 		b.ReportMetric(float64(p.load.samples), p.w.name+"-exporter-rows")
 	}
 	w := r.sparse.w
 	all := "flame-" + w.allName()
-	for _, s := range r.sparse.sides() {
+	for _, s := range r.sparse.querySides() {
 		b.ReportMetric(s.p50(all+"-cold"), s.name+"-"+all+"-ms")
 		b.ReportMetric(s.p50("flame-last-1h-cold"), s.name+"-flame-last-1h-ms")
 	}
@@ -580,48 +619,67 @@ func (r *peerReport) metrics(b *testing.B) {
 // String is the side-by-side tables, one per phase.
 func (r *peerReport) String() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\nPeer benchmark: Flamehouse tables vs the exporter's otel_profiles\n")
-	fmt.Fprintf(&sb, "loading: %d requests in flight on either path, fresh databases per phase; queries (sparse): p50 of %d runs\n",
+	fmt.Fprintf(&sb, "\nPeer benchmark: Flamehouse tables (ingest; Flamehouse Collector) vs the exporter's otel_profiles\n")
+	fmt.Fprintf(&sb, "loading: %d requests in flight on each path, fresh databases per phase; queries (sparse, one per schema): p50 of %d runs\n",
 		r.sparse.w.senders, r.sparse.w.runs)
-	r.sparse.table(&sb, func(row func(string, float64, float64)) {
-		o, e, w := r.sparse.ours, r.sparse.exporter, r.sparse.w
+	r.sparse.table(&sb, func(row func(string, float64, float64, float64)) {
+		o, c, e, w := r.sparse.ours, r.sparse.collector, r.sparse.exporter, r.sparse.w
 		for _, q := range w.queries() {
 			for _, suffix := range []string{"-cold", ""} {
-				row("p50 ms "+q.name+suffix, o.p50(q.name+suffix), e.p50(q.name+suffix))
+				row("p50 ms "+q.name+suffix, o.p50(q.name+suffix), math.NaN(), e.p50(q.name+suffix))
 			}
 		}
 		for _, q := range w.queries() {
 			if q.kind == query.TypeProfile {
-				row("root "+q.name+" (CPU s)", float64(o.roots[q.name])/1e9, float64(e.roots[q.name])/1e9)
+				cr := math.NaN()
+				if v, ok := c.roots[q.name]; ok {
+					cr = float64(v) / 1e9
+				}
+				row("root "+q.name+" (CPU s)", float64(o.roots[q.name])/1e9, cr, float64(e.roots[q.name])/1e9)
 			}
 		}
 	})
-	r.dense.table(&sb, func(row func(string, float64, float64)) {
+	r.dense.table(&sb, func(row func(string, float64, float64, float64)) {
 		name := "flame-" + r.dense.w.allName()
-		row("root "+name+" (CPU s)", float64(r.dense.ours.roots[name])/1e9, float64(r.dense.exporter.roots[name])/1e9)
+		d := r.dense
+		row("root "+name+" (CPU s)", float64(d.ours.roots[name])/1e9, float64(d.collector.roots[name])/1e9, float64(d.exporter.roots[name])/1e9)
 	})
 	return sb.String()
 }
 
 // table writes a phase's workload, its side-by-side table (more adds the
-// phase's own rows) and its parts.
-func (p *peerPhase) table(sb *strings.Builder, more func(row func(string, float64, float64))) {
-	w, l, o, e := p.w, p.load, p.ours, p.exporter
+// phase's own rows) and its parts. The ratios compare the exporter and the
+// Collector path with Flamehouse's ingest.
+func (p *peerPhase) table(sb *strings.Builder, more func(row func(string, float64, float64, float64))) {
+	w, l, o, c, e := p.w, p.load, p.ours, p.collector, p.exporter
 	fmt.Fprintf(sb, "\n%s: %s at %d events/s (profilegen DefaultConfig: %d pods, %d stacks), %s requests of %d pods\n",
 		w.name, w.spanName(), w.cfg.SamplesPerSecond, w.cfg.Pods, w.cfg.Stacks, w.cfg.ReportInterval, w.podsPerRequest)
 	fmt.Fprintf(sb, "data: %d events in %d OTLP samples (the exporter's rows), %d requests (largest %.2f MiB), %.1f MB marshaled, CPU time %s; generated in %s\n\n",
 		l.events, l.samples, l.requests, float64(l.maxBody)/(1<<20), float64(l.payload)/1e6, time.Duration(l.cpuNanos), l.took.Round(time.Second))
-	row := func(label string, a, b float64) {
-		fmt.Fprintf(sb, "%-34s %14.*f %14.*f %10.2f\n", label, prec(a), a, prec(b), b, ratio(b, a))
+	cell := func(v float64) string {
+		if math.IsNaN(v) {
+			return fmt.Sprintf("%14s", "-")
+		}
+		return fmt.Sprintf("%14.*f", prec(v), v)
 	}
-	fmt.Fprintf(sb, "%-34s %14s %14s %10s\n", w.name+" "+w.spanName(), "flamehouse", "exporter", "exp/fh")
-	row("sample rows stored", float64(o.rows), float64(e.rows))
-	row("bytes on disk (MB)", float64(o.diskBytes())/1e6, float64(e.diskBytes())/1e6)
-	row("bytes on disk per event", float64(o.diskBytes())/float64(l.events), float64(e.diskBytes())/float64(l.events))
-	row("ingest: load time (s)", o.loadTook.Seconds(), e.loadTook.Seconds())
-	row("ingest: events/s until acked", o.throughput(l), e.throughput(l))
-	row("OPTIMIZE ... FINAL (s)", o.optimizeTook.Seconds(), e.optimizeTook.Seconds())
+	ratioCell := func(a, b float64) string {
+		if math.IsNaN(a) || math.IsNaN(b) {
+			return fmt.Sprintf("%10s", "-")
+		}
+		return fmt.Sprintf("%10.2f", ratio(a, b))
+	}
+	row := func(label string, fh, col, exp float64) {
+		fmt.Fprintf(sb, "%-34s %s %s %s %s %s\n", label, cell(fh), cell(col), cell(exp), ratioCell(exp, fh), ratioCell(col, fh))
+	}
+	fmt.Fprintf(sb, "%-34s %14s %14s %14s %10s %10s\n", w.name+" "+w.spanName(), "flamehouse", "collector", "exporter", "exp/fh", "col/fh")
+	row("sample rows stored", float64(o.rows), float64(c.rows), float64(e.rows))
+	row("bytes on disk (MB)", float64(o.diskBytes())/1e6, float64(c.diskBytes())/1e6, float64(e.diskBytes())/1e6)
+	row("bytes on disk per event", float64(o.diskBytes())/float64(l.events), float64(c.diskBytes())/float64(l.events), float64(e.diskBytes())/float64(l.events))
+	row("ingest: load time (s)", o.loadTook.Seconds(), c.loadTook.Seconds(), e.loadTook.Seconds())
+	row("ingest: events/s until acked", o.throughput(l), c.throughput(l), e.throughput(l))
+	row("OPTIMIZE ... FINAL (s)", o.optimizeTook.Seconds(), c.optimizeTook.Seconds(), e.optimizeTook.Seconds())
 	more(row)
+	fmt.Fprintf(sb, "collector events/s: %.2f× the exporter's, %.2f× the ingest's\n", ratio(c.throughput(l), e.throughput(l)), ratio(c.throughput(l), o.throughput(l)))
 	fmt.Fprintf(sb, "\nparts after OPTIMIZE ... FINAL (%s %s):\n", w.name, w.spanName())
 	for _, s := range p.sides() {
 		for _, d := range s.disk {
