@@ -29,6 +29,16 @@ race=()
 if command -v gcc >/dev/null 2>&1; then race=(-race); else echo "(no gcc: running without the race detector)"; fi
 go test -count=1 "${race[@]}" "${GO_PKGS[@]}"
 
+# The Collector exporter is a Go module of its own, out of GO_PKGS' reach:
+# the same vet, lint (the repository's .golangci.yml) and tests there.
+step "collector/flamehouseexporter (own module): go vet, golangci-lint, go test"
+(
+  cd collector/flamehouseexporter
+  go vet ./...
+  go run "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@${GOLANGCI_LINT_VERSION}" run ./...
+  go test -count=1 "${race[@]}" ./...
+)
+
 step "go test: short fuzz runs of the parsers (longer: see README)"
 # fuzz TARGET PACKAGE runs one target for FUZZTIME. Go 1.26's fuzz
 # coordinator can end a run with a bare "context deadline exceeded" when a
@@ -60,6 +70,7 @@ step "go test: every benchmark once, so none rots"
 # BenchmarkPeer loads 24 h of sparse data and 120 s of dense data by default
 # (go tool mage bench); one hour and 10 s keep this step quick.
 FLAMEHOUSE_PEER_HOURS="${FLAMEHOUSE_PEER_HOURS:-1}" FLAMEHOUSE_PEER_DENSE_SECONDS="${FLAMEHOUSE_PEER_DENSE_SECONDS:-10}" go test -count=1 -run '^$' -bench . -benchtime 1x "${GO_PKGS[@]}"
+(cd collector/flamehouseexporter && go test -count=1 -run '^$' -bench . -benchtime 1x ./...)
 
 step "frontend: typecheck, lint, format, Jest"
 npm run typecheck
