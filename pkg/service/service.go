@@ -291,6 +291,9 @@ func (s *Service) Describe(w io.Writer) {
 		if s.tracer != nil {
 			p("  Demo traces: its own work is traced into %s.%s, CPU samples linked to their spans.", cfg.Schema.Database, cfg.SelfProfile.TracesTable)
 		}
+	} else if !cfg.Ingest.Enabled {
+		p("  OTLP ingest is off (ingest.enabled=false): no OTLP endpoints, no self-profiling or self-tracing.")
+		p("  Send profiles through an OpenTelemetry Collector with the flamehouse exporter (docs/topologies.md).")
 	}
 	p("Stop with Ctrl-C (the engine shuts down cleanly; data stays in the data directory).")
 }
