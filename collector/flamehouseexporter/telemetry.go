@@ -26,19 +26,16 @@ func newTelemetry(set component.TelemetrySettings, id component.ID) (*telemetry,
 	meter := set.MeterProvider.Meter(metadata.ScopeName)
 	t := &telemetry{id: attribute.String("exporter", id.String())}
 	t.attrs = metric.WithAttributeSet(attribute.NewSet(t.id))
-	var err, e error
-	t.received, e = meter.Int64Counter("otelcol_exporter_flamehouse_received_profiles",
-		metric.WithDescription("Profiles in the requests the exporter converted, valid or not."), metric.WithUnit("{profiles}"))
-	err = errors.Join(err, e)
-	t.rejected, e = meter.Int64Counter("otelcol_exporter_flamehouse_rejected_profiles",
-		metric.WithDescription("Profiles dropped because they failed validation, by reason."), metric.WithUnit("{profiles}"))
-	err = errors.Join(err, e)
-	t.rows, e = meter.Int64Counter("otelcol_exporter_flamehouse_written_rows",
-		metric.WithDescription("Sample rows committed to Flamehouse's samples table."), metric.WithUnit("{rows}"))
-	err = errors.Join(err, e)
-	t.samples, e = meter.Int64Counter("otelcol_exporter_flamehouse_written_samples",
-		metric.WithDescription("Profiling events (sample timestamps or values) behind the committed rows."), metric.WithUnit("{samples}"))
-	err = errors.Join(err, e)
+	var err error
+	counter := func(name, description, unit string) metric.Int64Counter {
+		c, e := meter.Int64Counter("otelcol_exporter_flamehouse_"+name, metric.WithDescription(description), metric.WithUnit(unit))
+		err = errors.Join(err, e)
+		return c
+	}
+	t.received = counter("received_profiles", "Profiles in the requests the exporter converted, valid or not.", "{profiles}")
+	t.rejected = counter("rejected_profiles", "Profiles dropped because they failed validation, by reason.", "{profiles}")
+	t.rows = counter("written_rows", "Sample rows committed to Flamehouse's samples table.", "{rows}")
+	t.samples = counter("written_samples", "Profiling events (sample timestamps or values) behind the committed rows.", "{samples}")
 	return t, err
 }
 

@@ -49,29 +49,7 @@ func CollectorDir() string {
 // package the exporter compiles in, and the Go version.
 func BuildDistribution(tb testing.TB) string {
 	tb.Helper()
-	buildsMu.Lock()
-	r, ok := builds[DistributionName]
-	if !ok {
-		r = &buildResult{}
-		builds[DistributionName] = r
-	}
-	buildsMu.Unlock()
-	r.once.Do(func() {
-		start := time.Now()
-		var cached bool
-		r.bin, cached, r.err = BuildDistributionBinary()
-		if r.err == nil {
-			how := "built"
-			if cached {
-				how = "found in the cache"
-			}
-			tb.Logf("otelcoltest: Collector distribution %s %s in %s: %s", DistributionName, how, time.Since(start).Round(time.Millisecond), r.bin)
-		}
-	})
-	if r.err != nil {
-		tb.Fatalf("otelcoltest: build the Collector distribution: %v", r.err)
-	}
-	return r.bin
+	return buildOnce(tb, DistributionName, "distribution "+DistributionName, BuildDistributionBinary)
 }
 
 // BuildDistributionBinary is BuildDistribution outside a test: the

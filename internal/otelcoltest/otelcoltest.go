@@ -96,27 +96,34 @@ func BuildDir(tb testing.TB, dir string) string {
 	if err != nil {
 		tb.Fatalf("otelcoltest: %v", err)
 	}
+	return buildOnce(tb, dir, filepath.Base(dir), func() (string, bool, error) { return build(dir) })
+}
+
+// buildOnce runs build the first time a test binary asks for key and
+// returns its binary ever after, failing the test when it failed.
+func buildOnce(tb testing.TB, key, name string, build func() (bin string, cached bool, err error)) string {
+	tb.Helper()
 	buildsMu.Lock()
-	r, ok := builds[dir]
+	r, ok := builds[key]
 	if !ok {
 		r = &buildResult{}
-		builds[dir] = r
+		builds[key] = r
 	}
 	buildsMu.Unlock()
 	r.once.Do(func() {
 		start := time.Now()
 		var cached bool
-		r.bin, cached, r.err = build(dir)
+		r.bin, cached, r.err = build()
 		if r.err == nil {
 			how := "built"
 			if cached {
 				how = "found in the cache"
 			}
-			tb.Logf("otelcoltest: Collector %s %s in %s: %s", filepath.Base(dir), how, time.Since(start).Round(time.Millisecond), r.bin)
+			tb.Logf("otelcoltest: Collector %s %s in %s: %s", name, how, time.Since(start).Round(time.Millisecond), r.bin)
 		}
 	})
 	if r.err != nil {
-		tb.Fatalf("otelcoltest: build the Collector in %s: %v", dir, r.err)
+		tb.Fatalf("otelcoltest: build the Collector %s: %v", name, r.err)
 	}
 	return r.bin
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,20 +174,10 @@ func linkedSpans(t *testing.T, reqs []*collectorpb.ExportProfilesServiceRequest,
 		if d := counts[b] - counts[a]; d != 0 {
 			return d
 		}
-		return compareStrings(a.span, b.span)
+		return strings.Compare(a.span, b.span)
 	})
 	require.GreaterOrEqual(t, len(refs), n, "the workload links samples to %d spans", n)
 	return refs[:n]
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // spanRequest is one server span of service checkout with the given ids.
