@@ -246,4 +246,12 @@ func TestNotStarted(t *testing.T) {
 	require.ErrorContains(t, e.push(context.Background(), pprofile.NewProfiles()), "not started")
 }
 
+// wireOf is pdata's protobuf encoding, the bytes the exporter pushes.
+func wireOf(t testing.TB, pd pprofile.Profiles) []byte {
+	t.Helper()
+	wire, err := (&pprofile.ProtoMarshaler{}).MarshalProfiles(pd)
+	require.NoError(t, err)
+	return wire
+}
+
 func sprint(v any) string { return fmt.Sprintf("%v %+v %#v", v, v, v) }

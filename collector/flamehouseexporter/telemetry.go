@@ -32,10 +32,10 @@ func newTelemetry(set component.TelemetrySettings, id component.ID) (*telemetry,
 		err = errors.Join(err, e)
 		return c
 	}
-	t.received = counter("received_profiles", "Profiles in the requests the exporter converted, valid or not.", "{profiles}")
-	t.rejected = counter("rejected_profiles", "Profiles dropped because they failed validation, by reason.", "{profiles}")
-	t.rows = counter("written_rows", "Sample rows committed to Flamehouse's samples table.", "{rows}")
-	t.samples = counter("written_samples", "Profiling events (sample timestamps or values) behind the committed rows.", "{samples}")
+	t.received = counter("received_profiles", "Profiles in the requests the exporter converted, valid or not.", "{profile}")
+	t.rejected = counter("rejected_profiles", "Profiles dropped because they failed validation, by reason.", "{profile}")
+	t.rows = counter("written_rows", "Sample rows committed to Flamehouse's samples table.", "{row}")
+	t.samples = counter("written_samples", "Profiling events (sample timestamps or values) behind the committed rows.", "{sample}")
 	return t, err
 }
 
