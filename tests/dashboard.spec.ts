@@ -24,6 +24,7 @@ interface PanelJSON {
 function holdsData(queryType: string | undefined, frames: FrameJSON[]): boolean {
   switch (queryType) {
     case 'profile':
+    case 'diff':
       return frames.some((f) => f.schema.name === 'response' && column(f, 'level').length > 1);
     case 'table':
       return frames.some((f) => column(f, 'label').length > 0);

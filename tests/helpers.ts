@@ -29,11 +29,13 @@ export interface DatasourceRef {
 
 export interface Query {
   refId: string;
-  queryType: 'profile' | 'metrics' | 'both' | 'table' | 'spans' | 'traces';
+  queryType: 'profile' | 'metrics' | 'both' | 'table' | 'spans' | 'traces' | 'diff';
   profileTypeId: string;
   labelSelector?: string;
   groupBy?: string[];
   traceId?: string;
+  /** A diff query's baseline. */
+  left?: { labelSelector?: string; offset?: string; from?: string; to?: string };
 }
 
 export interface Range {

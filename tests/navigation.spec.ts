@@ -195,11 +195,14 @@ test('a trace of the demo opens, and "Profiles for this span" shows that span\'s
   await screenshot(page, 'trace-span-details');
 
   const flame = queryResponseWhere(page, (q) => (q as { spanSelector?: string[] }).spanSelector?.[0] === span.spanID);
-  await page
-    .getByRole('button', { name: 'Profiles for this span' })
-    .or(page.getByRole('link', { name: 'Profiles for this span' }))
-    .first()
-    .click();
+  // Grafana 12.4 puts the link on every profiled span's row too, so the page has one per span: take this span's (its
+  // href names the span id), else the button of its details.
+  const link = page.getByRole('link', { name: 'Profiles for this span' }).and(page.locator(`[href*="${span.spanID}"]`));
+  if ((await link.count()) > 0) {
+    await link.first().click();
+  } else {
+    await page.getByRole('button', { name: 'Profiles for this span' }).last().click();
+  }
   const total = flameGraphTotal(await framesOf(await flame, 'A'));
   expect(total, "the span flame graph holds exactly the span's samples").toBe(span.value);
   await expect(page.locator('canvas[data-testid="flameGraph"]')).toBeVisible();

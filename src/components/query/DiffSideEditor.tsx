@@ -41,6 +41,7 @@ export function DiffSideEditor({ datasource, range, profileTypeId, labelNames, v
           range={range}
           profileTypeId={profileTypeId}
           label="Baseline labels"
+          labelWidth={17}
           tooltip="The selector of the baseline (the left side of the diff), in the same syntax; empty: the query's labels."
           value={side.labelSelector ?? ''}
           labelNames={labelNames}
@@ -49,7 +50,7 @@ export function DiffSideEditor({ datasource, range, profileTypeId, labelNames, v
         <InlineFieldRow>
           <InlineField
             label="Baseline range"
-            labelWidth={14}
+            labelWidth={17}
             tooltip="The baseline's time range: the query's range shifted back by an offset, or an explicit range. Values are scaled to the query's range length."
           >
             <RadioButtonGroup<BaselineRange>

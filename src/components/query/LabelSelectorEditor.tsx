@@ -23,6 +23,7 @@ interface Props {
   profileTypeId?: string;
   /** The field's label; default "Labels". */
   label?: string;
+  labelWidth?: number;
   tooltip?: string;
   value: string;
   labelNames: Lookup<string[]>;
@@ -39,6 +40,7 @@ export function LabelSelectorEditor({
   range,
   profileTypeId,
   label = 'Labels',
+  labelWidth = 14,
   tooltip = 'Label matchers, e.g. {service_name="checkout", k8s_namespace_name=~"prod-.*"}: = and != compare, =~ and !~ match RE2 regexps (anchored).',
   value,
   labelNames,
@@ -47,7 +49,7 @@ export function LabelSelectorEditor({
   const parsed = parseSelector(value);
   const [mode, setMode] = useState<SelectorMode>(parsed.ok ? 'builder' : 'code');
   return (
-    <InlineField label={label} labelWidth={14} grow tooltip={tooltip}>
+    <InlineField label={label} labelWidth={labelWidth} grow tooltip={tooltip}>
       <div data-testid={selectors.query.labelSelector} style={{ flexGrow: 1 }}>
         <Stack gap={1} alignItems="flex-start">
           <div data-testid={selectors.query.labelSelectorMode}>
