@@ -127,8 +127,10 @@ func (e *profilesExporter) push(ctx context.Context, pd pprofile.Profiles) error
 	out, err := e.pipeline.Export(ctx, req)
 	var invalid *pipeline.InvalidError
 	switch {
-	case errors.As(err, &invalid):
+	case errors.As(err, &invalid) && out.Profiles > 0:
 		return consumererror.NewPermanent(fmt.Errorf("dropped all %d profiles: %w", out.Profiles, err))
+	case errors.As(err, &invalid):
+		return consumererror.NewPermanent(fmt.Errorf("dropped the request: %w", err))
 	case errors.Is(err, writer.ErrQueueFull):
 		return exporterhelper.NewThrottleRetry(err, time.Second)
 	case err != nil:
