@@ -169,6 +169,17 @@ func TestClosedRangesAreCached(t *testing.T) {
 	}
 	if mode == query.CachePlugin {
 		require.Positive(t, f.ds.cache.Stats().Hits)
+		// Another query that makes the same read (the profile query's sums per stack, as a table) reads no
+		// samples either: the plugin keeps the reads' rows as well as the answers.
+		table := requireOK(t, dashboardQuery(t, f.ds, dashboard+"-table", map[string]any{
+			"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`,
+		}, from, to))
+		require.False(t, readsSamples(rec.take()), "the table of the flame graph's selection and range")
+		require.Positive(t, table[0].Rows())
+		// Answers are shared: a caller's RefID stays its own.
+		a := requireOK(t, dashboardQuery(t, f.ds, dashboard, queries[0], from, to))
+		a[0].RefID = "changed"
+		require.Equal(t, "A", requireOK(t, dashboardQuery(t, f.ds, dashboard, queries[0], from, to))[0].RefID)
 	}
 
 	// Late rows in the closed range: the cached answer stays until the TTL

@@ -319,7 +319,7 @@ type resultStore struct {
 
 type storedResult struct {
 	key     string
-	result  *result
+	value   any // *result, or data.Frames of an answer
 	expires time.Time
 	size    int64
 }
@@ -329,6 +329,12 @@ func newResultStore(limit int64) *resultStore {
 }
 
 func (s *resultStore) get(key string, now time.Time) *result {
+	res, _ := s.getValue(key, now).(*result)
+	return res
+}
+
+// getValue returns an entry that has not expired, or nil.
+func (s *resultStore) getValue(key string, now time.Time) any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	el, ok := s.entries[key]
@@ -344,11 +350,16 @@ func (s *resultStore) get(key string, now time.Time) *result {
 	}
 	s.lru.MoveToFront(el)
 	s.hits++
-	return entry.result
+	return entry.value
 }
 
 func (s *resultStore) put(key string, res *result, expires time.Time) {
-	size := res.size() + int64(len(key))
+	s.putValue(key, res, res.size(), expires)
+}
+
+// putValue stores an entry of about size bytes (its key added).
+func (s *resultStore) putValue(key string, value any, size int64, expires time.Time) {
+	size += int64(len(key))
 	if size > s.limit/8 {
 		return // one answer may not flush a large part of the cache
 	}
@@ -357,7 +368,7 @@ func (s *resultStore) put(key string, res *result, expires time.Time) {
 	if el, ok := s.entries[key]; ok {
 		s.remove(el)
 	}
-	s.entries[key] = s.lru.PushFront(&storedResult{key: key, result: res, expires: expires, size: size})
+	s.entries[key] = s.lru.PushFront(&storedResult{key: key, value: value, expires: expires, size: size})
 	s.bytes += size
 	for s.bytes > s.limit {
 		s.remove(s.lru.Back())

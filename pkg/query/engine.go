@@ -48,8 +48,13 @@ const (
 	byServiceAbove = 1000
 )
 
-// Run answers a request with its frames.
+// Run answers a request with its frames: from the cache when its range is
+// closed (see Cache).
 func (e *Engine) Run(ctx context.Context, r *Request) (data.Frames, error) {
+	return e.cachedAnswer(ctx, r, func() (data.Frames, error) { return e.run(ctx, r) })
+}
+
+func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 	if r.Alert && (r.Type == TypeProfile || r.Type == TypeDiff || r.Type == TypeTraces || r.Type == TypeSpans) {
 		return nil, notForAlerts(r.Type)
 	}
