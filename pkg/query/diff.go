@@ -47,6 +47,26 @@ func (e *Engine) diff(ctx context.Context, r *Request) (*data.Frame, error) {
 	scale := diffScale(r)
 	names := flame.NewNames()
 	tree := flame.NewDiffTree(names)
+	if e.Schema == SchemaOTel {
+		addSides(tree, names, sides, scale)
+	} else {
+		addMerged(tree, names, sides, scale)
+	}
+	frame := tree.Frame(r.MaxNodes, flame.Unit(r.ProfileType.SampleUnit))
+	frame.Meta.Custom = diffMeta(r, scale)
+	if scale != 1 {
+		frame.Meta.Notices = append(frame.Meta.Notices, data.Notice{
+			Severity: data.NoticeSeverityInfo,
+			Text: fmt.Sprintf("The baseline (%s) is scaled by %.4g to the comparison's range (%s): both sides show amounts over %s.",
+				r.Left.rangeTo.Sub(r.Left.rangeFrom), scale, r.rangeTo.Sub(r.rangeFrom), r.rangeTo.Sub(r.rangeFrom)),
+		})
+	}
+	return frame, nil
+}
+
+// addSides adds each side's stacks, resolved with that side's labels (ids
+// local to one answer: the exporter's table).
+func addSides(tree *flame.DiffTree, names *flame.Names, sides [2]side, scale float64) {
 	path := make([]int32, 0, 64)
 	for i, s := range sides {
 		ids := make(map[uint64]int32, len(s.labels))
@@ -62,16 +82,41 @@ func (e *Engine) diff(ctx context.Context, r *Request) (*data.Frame, error) {
 			}
 		}
 	}
-	frame := tree.Frame(r.MaxNodes, flame.Unit(r.ProfileType.SampleUnit))
-	frame.Meta.Custom = diffMeta(r, scale)
-	if scale != 1 {
-		frame.Meta.Notices = append(frame.Meta.Notices, data.Notice{
-			Severity: data.NoticeSeverityInfo,
-			Text: fmt.Sprintf("The baseline (%s) is scaled by %.4g to the comparison's range (%s): both sides show amounts over %s.",
-				r.Left.rangeTo.Sub(r.Left.rangeFrom), scale, r.rangeTo.Sub(r.rangeFrom), r.rangeTo.Sub(r.rangeFrom)),
-		})
+}
+
+// addMerged adds each stack once with both sides' values: on Flamehouse's
+// tables stack and frame ids mean the same on both sides, so a stack seen
+// on both is resolved and replayed once.
+func addMerged(tree *flame.DiffTree, names *flame.Names, sides [2]side, scale float64) {
+	type entry struct {
+		frames      []uint64
+		left, right int64
 	}
-	return frame, nil
+	entries := make([]entry, 0, len(sides[0].stacks)+len(sides[1].stacks)/4)
+	index := make(map[uint64]int, len(sides[0].stacks))
+	for _, st := range sides[0].stacks {
+		index[st.id] = len(entries)
+		entries = append(entries, entry{frames: st.frames, left: scaleValue(st.value, scale)})
+	}
+	for _, st := range sides[1].stacks {
+		if i, ok := index[st.id]; ok {
+			entries[i].right += st.value
+			continue
+		}
+		entries = append(entries, entry{frames: st.frames, right: st.value})
+	}
+	ids := make(map[uint64]int32, len(sides[0].labels)+len(sides[1].labels)/4)
+	for _, s := range sides {
+		for id, label := range s.labels {
+			if _, ok := ids[id]; !ok {
+				ids[id] = names.ID(label)
+			}
+		}
+	}
+	path := make([]int32, 0, 64)
+	for _, en := range entries {
+		tree.Add(resolve(path, en.frames, ids, names), en.left, en.right)
+	}
 }
 
 // diffScale is the factor of the left side's values: the right range's

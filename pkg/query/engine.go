@@ -187,8 +187,12 @@ func (e *Engine) sampleKeys(ctx context.Context, r *Request) (map[string]bool, e
 	return known, rows.Err()
 }
 
-// stackValue is one stack's summed value and frame ids, root first.
+// stackValue is one stack's summed value and frame ids, root first. id is
+// the stack's StackId on Flamehouse's tables, where frame ids and stack ids
+// mean the same in every query (0 on the exporter's table, whose ids are
+// local to one answer).
 type stackValue struct {
+	id     uint64
 	value  int64
 	frames []uint64
 }
@@ -271,7 +275,7 @@ func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, s
 	}
 	out := make([]stackValue, len(ids))
 	for i, id := range ids {
-		out[i] = stackValue{value: values[i], frames: frames[id]}
+		out[i] = stackValue{id: id, value: values[i], frames: frames[id]}
 	}
 	return out, f, nil
 }
