@@ -404,6 +404,10 @@ func newExporterSide(b *testing.B) *peerSide {
 	db := srv.NewDatabase(b)
 	exp := otelcoltest.ClickHouseExporter(srv, db)
 	exp["timeout"] = peerExporterTimeout.String()
+	// clickhouse-go waits for a free pooled connection up to its dial
+	// timeout (30 s): with 32 exports in flight on a busy machine that is
+	// too short as well ("acquire conn timeout").
+	exp["connection_params"] = map[string]any{"dial_timeout": peerExporterTimeout.String()}
 	col := otelcoltest.Start(b, bin, otelcoltest.Config{
 		Exporters: map[string]any{"clickhouse": exp},
 		Pipelines: map[string]otelcoltest.Pipeline{"profiles": {Exporters: []string{"clickhouse"}}},
