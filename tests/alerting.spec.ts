@@ -123,6 +123,21 @@ test('the provisioned alert rules load and evaluate on the demo data', async ({ 
   }
 });
 
+test('an alert query without samples is no data to Grafana, not zero', async ({ page }) => {
+  const request = page.request;
+  const rule = await json<ProvisionedRule>(await request.get(`/api/v1/provisioning/alert-rules/${RULE}`));
+  const data = rule.data.map((d) =>
+    d.datasourceUid === 'flamehouse'
+      ? { ...d, model: { ...d.model, labelSelector: '{service_name="no-such-service-e2e"}' } }
+      : d
+  );
+  const body = await json<{
+    results: Record<string, { error?: string; frames?: Array<{ schema: { name?: string } }> }>;
+  }>(await request.post('/api/v1/eval', { data: { data, condition: rule.condition } }));
+  expect(body.results.A.error).toBeUndefined();
+  expect(body.results.B.frames?.[0]?.schema.name).toBe('no data');
+});
+
 test("the engine's CPU share rule fires below the demo's value and stays Normal above it", async ({ page }) => {
   const request = page.request;
   const rule = await json<ProvisionedRule>(await request.get(`/api/v1/provisioning/alert-rules/${RULE}`));

@@ -143,8 +143,17 @@ test("the example dashboard's diff panel draws in Grafana's diff mode, with the 
     uid: dashboard.uid,
     queryParams: new URLSearchParams({ 'var-service': SERVICE }),
   });
+  // Grafana queries a panel once it is in view: wait for the dashboard to draw, then scroll down to the panel.
+  await expect(dashboardPage.getPanelByTitle('CPU by pod').locator).toBeVisible();
   const panel = dashboardPage.getPanelByTitle('CPU diff against the previous period');
-  await panel.scrollIntoView(); // Grafana queries a panel once it is in view
+  await expect(async () => {
+    await panel.scrollIntoView();
+    if (!(await panel.locator.isVisible())) {
+      await page.mouse.move(800, 600);
+      await page.mouse.wheel(0, 1000);
+    }
+    await expect(panel.locator).toBeInViewport({ timeout: 1_000 });
+  }).toPass({ timeout: 30_000 });
   const [frame] = await framesOf(await answer, 'A');
   expect(frame.schema.fields.map((f) => f.name)).toEqual(
     expect.arrayContaining(['level', 'value', 'self', 'label', 'valueRight', 'selfRight'])

@@ -148,7 +148,9 @@ func TestAlertQueries(t *testing.T) {
 			// never a leaf
 			ones := heapShares(start, func(_ heapSnapshot, v int64) int64 { return v }, heapBytes)
 			require.Equal(t, ones, series(byPodQ(map[string]any{"function": "main", "ratio": true}), "percentunit"))
-			require.Empty(t, nonEmptySeries(series(byPodQ(map[string]any{"function": "main", "functionValue": "self"}), "binBps")))
+			never := requireOK(t, alertQuery(t, ds, byPodQ(map[string]any{"queryType": "metrics", "function": "main", "functionValue": "self"}), from, to))
+			require.Len(t, never, 1)
+			require.Empty(t, never[0].Fields, "no stack ends in main: no data")
 			// without a function, a ratio is a pod's share of all pods
 			podShare := map[string]map[time.Time]float64{}
 			podBytes, minuteBytes := map[string]map[time.Time]int64{}, map[time.Time]int64{}
@@ -171,6 +173,16 @@ func TestAlertQueries(t *testing.T) {
 			// snapshot averages cancel out)
 			gauge := series(map[string]any{"profileTypeId": inuseSpace, "groupBy": []string{"k8s_pod_name"}, "function": "cache", "ratio": true}, "percentunit")
 			requireClose(t, heapShares(start, kindBytes("cache"), heapBytes), gauge)
+
+			// no samples: the data plane's empty answer (a typed frame without fields), which alert rules read
+			// as no data
+			empty := requireOK(t, alertQuery(t, ds, map[string]any{
+				"queryType": "metrics", "profileTypeId": allocSpace,
+				"labelSelector": `{service_name="nobody"}`,
+			}, from, to))
+			require.Len(t, empty, 1)
+			require.Empty(t, empty[0].Fields)
+			require.Equal(t, data.FrameTypeTimeSeriesMulti, empty[0].Meta.Type)
 
 			// both: the series only
 			frames := requireOK(t, alertQuery(t, ds, map[string]any{"queryType": "both", "profileTypeId": allocSpace}, from, to))
@@ -256,16 +268,6 @@ func dropZeros(m map[string]map[time.Time]float64) {
 			delete(m, key)
 		}
 	}
-}
-
-func nonEmptySeries(m map[string]map[time.Time]float64) map[string]map[time.Time]float64 {
-	out := map[string]map[time.Time]float64{}
-	for k, v := range m {
-		if len(v) > 0 {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // requireClose compares series up to float rounding.

@@ -121,7 +121,14 @@ func (a *seriesAccumulator) frames(target linkTarget) data.Frames {
 		})
 		out = append(out, seriesFrame(data.NewField("time", nil, times), value))
 	}
-	if len(out) == 0 {
+	switch {
+	case len(out) == 0 && a.r.Alert:
+		// The data plane's empty answer: one frame of the type, without
+		// fields, which the alert evaluation reads as no data.
+		out = append(out, data.NewFrame("series").SetMeta(&data.FrameMeta{
+			Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1},
+		}))
+	case len(out) == 0:
 		out = append(out, seriesFrame(data.NewField("time", nil, []time.Time{}),
 			data.NewField(a.r.ProfileType.ID, nil, []float64{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: a.selectionName(), Unit: unit})))
 	}
