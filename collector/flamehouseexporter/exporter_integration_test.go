@@ -120,6 +120,11 @@ func requireStored(t *testing.T, conn clickhouse.Conn, tables schema.Config, wan
 	require.NoError(t, conn.QueryRow(context.Background(), "SELECT toInt64(sum(Value)) FROM "+tables.Qualified(schema.Samples)+
 		" WHERE ProfileType = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds'").Scan(&got))
 	require.Equal(t, want, got, msg)
+	for _, rollup := range []string{schema.SamplesMinute, schema.SamplesHour, schema.ServiceMinute, schema.ServiceHour} {
+		require.NoError(t, conn.QueryRow(context.Background(), "SELECT toInt64(sum(Value)) FROM "+tables.Qualified(rollup)+
+			" WHERE ProfileType = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds'").Scan(&got))
+		require.Equal(t, want, got, "%s: %s", rollup, msg)
+	}
 }
 
 // requireSum checks a counter's total over its attribute sets.

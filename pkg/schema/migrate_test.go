@@ -47,7 +47,7 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 
 	report, err := m.Migrate(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"0001_initial"}, report.Applied)
+	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup"}, report.Applied)
 	require.Equal(t, schema.LatestVersion(), report.Version)
 	require.Empty(t, report.RetentionChanged, "tables are created with the configured TTL")
 
@@ -63,6 +63,13 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 	require.Contains(t, engine, "PARTITION BY toDate(Timestamp)")
 	require.Contains(t, engine, "ORDER BY (TenantId, ServiceName, ProfileType, toStartOfMinute(Timestamp), StackId, Timestamp)")
 	require.Contains(t, engine, "ttl_only_drop_parts = 1")
+	require.Contains(t, engine, "non_replicated_deduplication_window = 1000")
+	// Version 2: the rollups deduplicate a repeated insert as the samples do.
+	for _, rollup := range []string{schema.SamplesMinute, schema.SamplesHour, schema.ServiceMinute, schema.ServiceHour} {
+		require.NoError(t, conn.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?",
+			cfg.Database, cfg.Name(rollup)).Scan(&engine))
+		require.Contains(t, engine, "non_replicated_deduplication_window = 1000", rollup)
+	}
 
 	version, err := m.Version(ctx)
 	require.NoError(t, err)
@@ -84,7 +91,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	require.NoError(t, conn.Exec(ctx, "TRUNCATE TABLE "+cfg.Database+".otel_profile_schema_migrations"))
 	report, err = m.Migrate(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"0001_initial"}, report.Applied)
+	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup"}, report.Applied)
 }
 
 func TestMigrateAppliesRetentionChanges(t *testing.T) {

@@ -379,20 +379,16 @@ func TestDeduplicationTokenMakesRetriesIdempotent(t *testing.T) {
 // the tokened ones again in a fresh write, as a Collector's persistent
 // queue replays requests after a crash: the samples table holds each
 // request once, and a tokened request's samples are an insert of their
-// own. The rollups, which materialized views fill, deduplicate too once
-// their tables have a deduplication window (the inserts ask for it with
-// deduplicate_blocks_in_dependent_materialized_views); schema version 1
-// gives one to the samples table only, so the test adds it to the rollups
-// (without it they count a redelivered request twice).
+// own. The rollups, which materialized views fill, deduplicate too: the
+// inserts ask for it (deduplicate_blocks_in_dependent_materialized_views)
+// and schema version 2 gives their tables a deduplication window (without
+// it they count a redelivered request twice).
 func TestRequestTokenDeduplicatesRedelivery(t *testing.T) {
 	srv := chtest.Get(t)
 	conn := srv.Open(t)
 	for name, native := range encoders(t, srv) {
 		t.Run(name, func(t *testing.T) {
 			tables := migrated(t, conn)
-			for _, rollup := range []string{schema.SamplesMinute, schema.SamplesHour, schema.ServiceMinute, schema.ServiceHour} {
-				require.NoError(t, conn.Exec(context.Background(), "ALTER TABLE "+tables.Qualified(rollup)+" MODIFY SETTING non_replicated_deduplication_window = 1000"))
-			}
 			w := newWriter(t, conn, native, tables, func(c *Config) { c.FlushInterval = 200 * time.Millisecond })
 			var want int64
 			batches := make([]*model.Batch, 4)

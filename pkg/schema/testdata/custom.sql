@@ -231,3 +231,11 @@ ENGINE = ReplacingMergeTree()
 PARTITION BY toDate(Hour)
 ORDER BY (TenantId, ProfileType, Key, Value, ServiceName, Hour)
 SETTINGS ttl_only_drop_parts = 1;
+
+ALTER TABLE `profiles`.`fh_profile_samples_1m` MODIFY SETTING non_replicated_deduplication_window = 1000;
+
+ALTER TABLE `profiles`.`fh_profile_samples_1h` MODIFY SETTING non_replicated_deduplication_window = 1000;
+
+ALTER TABLE `profiles`.`fh_profile_service_samples_1m` MODIFY SETTING non_replicated_deduplication_window = 1000;
+
+ALTER TABLE `profiles`.`fh_profile_service_samples_1h` MODIFY SETTING non_replicated_deduplication_window = 1000;

@@ -240,3 +240,11 @@ PARTITION BY toDate(Hour)
 ORDER BY (TenantId, ProfileType, Key, Value, ServiceName, Hour)
 TTL Hour + toIntervalSecond(31622400)
 SETTINGS ttl_only_drop_parts = 1;
+
+ALTER TABLE `otel`.`otel_profile_samples_1m` MODIFY SETTING non_replicated_deduplication_window = 1000;
+
+ALTER TABLE `otel`.`otel_profile_samples_1h` MODIFY SETTING non_replicated_deduplication_window = 1000;
+
+ALTER TABLE `otel`.`otel_profile_service_samples_1m` MODIFY SETTING non_replicated_deduplication_window = 1000;
+
+ALTER TABLE `otel`.`otel_profile_service_samples_1h` MODIFY SETTING non_replicated_deduplication_window = 1000;
