@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
 // These tests start the real embedded engine, one at a time: libchdb runs
@@ -52,7 +55,7 @@ func TestRunCommandServesTheSchema(t *testing.T) {
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
 	require.NotEmpty(t, base, "printed:\n%s", printed.String())
-	require.Contains(t, printed.String(), "Schema:   database otel, version 1")
+	require.Contains(t, printed.String(), fmt.Sprintf("Schema:   database otel, version %d", schema.LatestVersion()))
 
 	resp, err := http.Get(base + "/?query=" + url.QueryEscape("SELECT name FROM system.tables WHERE database = 'otel' AND name LIKE 'otel_profile_%' ORDER BY name"))
 	require.NoError(t, err)
@@ -93,7 +96,7 @@ func TestMigrateCommandIsRepeatable(t *testing.T) {
 	args := []string{"migrate", "-embedded.data-dir", t.TempDir(), "-embedded.listen-address", "127.0.0.1:0", "-log.level", "warn"}
 	var out, errOut bytes.Buffer
 	require.Equal(t, 0, Main(args, &out, &errOut), errOut.String())
-	require.Contains(t, out.String(), "schema version 2; applied: 0001_initial, 0002_rollup_dedup")
+	require.Contains(t, out.String(), fmt.Sprintf("schema version %d; applied: 0001_initial, 0002_rollup_dedup", schema.LatestVersion()))
 	out.Reset()
 	require.Equal(t, 0, Main(append(args, "-schema.retention.samples", "24h"), &out, &errOut), errOut.String())
 	require.Contains(t, out.String(), "applied: none; retention changed: otel_profile_samples")

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
 // TestIngestOffServesEngineAndSchemaOnly: with ingest.enabled=false the
@@ -29,7 +31,7 @@ func TestIngestOffServesEngineAndSchemaOnly(t *testing.T) {
 	require.Nil(t, svc.tracer, "no self-tracing")
 	require.Nil(t, svc.stopProfiling, "no self-profiling")
 	require.NotEmpty(t, svc.HTTPAddress(), "the engine's HTTP interface serves")
-	require.Equal(t, 1, svc.Migration.Version)
+	require.Equal(t, schema.LatestVersion(), svc.Migration.Version)
 	var printed strings.Builder
 	svc.Describe(&printed)
 	require.Contains(t, printed.String(), "OTLP ingest is off")
