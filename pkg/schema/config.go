@@ -39,6 +39,11 @@ type Retention struct {
 	Minute time.Duration `yaml:"minute"`
 	// Hour is the retention of the per-hour rollup. Default 365 days.
 	Hour time.Duration `yaml:"hour"`
+	// Symbols is how long uploaded and fetched symbols (profile_symbols,
+	// profile_executables) are kept after their upload. Default 0: forever,
+	// since a build may run, and be profiled, for longer than any sample
+	// retention.
+	Symbols time.Duration `yaml:"symbols"`
 }
 
 // Defaults, in one place.
@@ -76,6 +81,7 @@ func (c *Config) RegisterFlags(f *flag.FlagSet, prefix string) {
 	f.DurationVar(&c.Retention.Samples, prefix+"retention.samples", c.Retention.Samples, "retention of raw samples (0: forever)")
 	f.DurationVar(&c.Retention.Minute, prefix+"retention.minute", c.Retention.Minute, "retention of the per-minute rollup (0: forever)")
 	f.DurationVar(&c.Retention.Hour, prefix+"retention.hour", c.Retention.Hour, "retention of the per-hour rollup (0: forever)")
+	f.DurationVar(&c.Retention.Symbols, prefix+"retention.symbols", c.Retention.Symbols, "retention of uploaded and fetched symbols, from their upload (0: forever)")
 }
 
 var (
@@ -115,7 +121,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	r := c.Retention
-	if r.Samples < 0 || r.Minute < 0 || r.Hour < 0 {
+	if r.Samples < 0 || r.Minute < 0 || r.Hour < 0 || r.Symbols < 0 {
 		err = errors.Join(err, errRetention)
 	} else if longer(r.Samples, r.Minute) || longer(r.Samples, r.Hour) {
 		err = errors.Join(err, errRollups)

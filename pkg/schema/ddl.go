@@ -26,11 +26,28 @@ const (
 	Series          = "profile_series"
 	Catalog         = "profile_catalog"
 	SampleLabels    = "profile_sample_labels"
+	// Symbols holds the flattened address ranges of executables by build id
+	// (schema version 3); Executables one row per stored executable.
+	Symbols         = "profile_symbols"
+	Executables     = "profile_executables"
 	MigrationsTable = "profile_schema_migrations"
 )
 
 // Tables lists every table that holds data, in creation order.
-var Tables = []string{Samples, SamplesMinute, SamplesHour, ServiceMinute, ServiceHour, Stacks, Frames, Series, Catalog, SampleLabels}
+var Tables = []string{
+	Samples, SamplesMinute, SamplesHour, ServiceMinute, ServiceHour, Stacks, Frames, Series, Catalog, SampleLabels,
+	Symbols, Executables,
+}
+
+// ShardingKey is the sharding expression of a table's Distributed table in
+// cluster mode: by tenant and service, so that a service's samples, stacks
+// and frames share a shard; the symbol tables by tenant and build id.
+func ShardingKey(table string) string {
+	if table == Symbols || table == Executables {
+		return "cityHash64(TenantId, BuildId)"
+	}
+	return "cityHash64(TenantId, ServiceName)"
+}
 
 // rollup describes one pre-aggregated table.
 type rollup struct {
@@ -160,6 +177,7 @@ func (c *Config) templateFuncs() template.FuncMap {
 	return template.FuncMap{
 		"db":          func() string { return QuoteIdentifier(c.Database) },
 		"local":       func(t string) string { return QuoteIdentifier(c.Database) + "." + QuoteIdentifier(c.localName(t)) },
+		"qualified":   c.Qualified,
 		"view":        func(v string) string { return QuoteIdentifier(c.Database) + "." + QuoteIdentifier(c.TablePrefix+v) },
 		"onCluster":   c.onCluster,
 		"engine":      c.engine,
@@ -194,7 +212,8 @@ func (c *Config) engine(kind, version string) string {
 }
 
 // ttl renders the TTL clause (with a trailing newline) for a retention
-// class: samples, minute, hour or metadata. Date columns expire by day.
+// class: samples, minute, hour, metadata or symbols. Date columns expire
+// by day.
 func (c *Config) ttl(class, column string) (string, error) {
 	d, err := c.retention(class)
 	if err != nil || d == 0 {
@@ -223,6 +242,8 @@ func (c *Config) retention(class string) (time.Duration, error) {
 		return c.Retention.Hour, nil
 	case "metadata":
 		return c.Retention.metadataRetention(), nil
+	case "symbols":
+		return c.Retention.Symbols, nil
 	}
 	return 0, fmt.Errorf("unknown retention class %q", class)
 }

@@ -56,7 +56,7 @@ func TestDDLClusterMode(t *testing.T) {
 	sql := renderAll(t, cfg)
 	for _, table := range Tables {
 		require.Contains(t, sql, "CREATE TABLE IF NOT EXISTS `otel`.`otel_"+table+"_local` ON CLUSTER 'flamehouse'")
-		require.Contains(t, sql, "CREATE TABLE IF NOT EXISTS `otel`.`otel_"+table+"` ON CLUSTER 'flamehouse' AS `otel`.`otel_"+table+"_local`\nENGINE = Distributed('flamehouse', 'otel', 'otel_"+table+"_local', cityHash64(TenantId, ServiceName))")
+		require.Contains(t, sql, "CREATE TABLE IF NOT EXISTS `otel`.`otel_"+table+"` ON CLUSTER 'flamehouse' AS `otel`.`otel_"+table+"_local`\nENGINE = Distributed('flamehouse', 'otel', 'otel_"+table+"_local', "+ShardingKey(table)+")")
 	}
 	require.NotContains(t, sql, "ENGINE = MergeTree")
 	require.Contains(t, sql, "ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')")
@@ -81,6 +81,27 @@ func TestDDLRetention(t *testing.T) {
 	require.NotContains(t, sql, "toIntervalDay", "metadata is kept forever when any rollup is")
 }
 
+func TestDDLSymbols(t *testing.T) {
+	cfg := DefaultConfig()
+	sql := renderAll(t, cfg)
+	require.Contains(t, sql, "ADD COLUMN IF NOT EXISTS `MappingStart` UInt64 DEFAULT 0")
+	require.Contains(t, sql, "CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_symbols`")
+	require.Contains(t, sql, "ENGINE = ReplacingMergeTree(Version)\nORDER BY (TenantId, BuildId, Start)")
+	require.Contains(t, sql, "ENGINE = ReplacingMergeTree(UpdatedAt)\nORDER BY (TenantId, BuildId)")
+	require.NotContains(t, sql, "TTL toDateTime(intDiv(Version", "symbols are kept forever by default")
+
+	cfg.Retention.Symbols = 90 * 24 * time.Hour
+	sql = renderAll(t, cfg)
+	require.Contains(t, sql, "TTL toDateTime(intDiv(Version, 1000)) + toIntervalSecond(7776000)")
+	require.Contains(t, sql, "TTL UpdatedAt + toIntervalSecond(7776000)")
+
+	cfg.Cluster = "flamehouse"
+	sql = renderAll(t, cfg)
+	require.Contains(t, sql, "ALTER TABLE `otel`.`otel_profile_frames_local` ON CLUSTER 'flamehouse'\n    ADD COLUMN IF NOT EXISTS `MappingStart`")
+	require.Contains(t, sql, "ALTER TABLE `otel`.`otel_profile_frames` ON CLUSTER 'flamehouse'\n    ADD COLUMN IF NOT EXISTS `MappingStart`",
+		"the Distributed table gets the columns too")
+}
+
 func TestConfigValidate(t *testing.T) {
 	require.NoError(t, func() *Config { c := DefaultConfig(); return &c }().Validate())
 	bad := DefaultConfig()
@@ -89,6 +110,10 @@ func TestConfigValidate(t *testing.T) {
 	bad.Cluster = "c' OR 1"
 	bad.Retention.Samples = -time.Hour
 	err := bad.Validate()
+	require.Error(t, err)
+	symbols := DefaultConfig()
+	symbols.Retention.Symbols = -time.Hour
+	require.ErrorIs(t, symbols.Validate(), errRetention)
 	require.Error(t, err)
 	for _, want := range []error{errDatabase, errPrefix, errCluster, errRetention} {
 		require.ErrorIs(t, err, want)

@@ -150,7 +150,14 @@ var ttlTargets = []ttlTarget{
 	{Series, "metadata", "LastSeen"},
 	{Catalog, "metadata", "Hour"},
 	{SampleLabels, "metadata", "Hour"},
+	{Symbols, "symbols", symbolsTTLColumn},
+	{Executables, "symbols", "UpdatedAt"},
 }
+
+// symbolsTTLColumn is the upload time of a profile_symbols row, from its
+// Version (milliseconds), as the migration writes it and ClickHouse prints
+// it back.
+const symbolsTTLColumn = "toDateTime(intDiv(Version, 1000))"
 
 var ttlRe = regexp.MustCompile(`\bTTL (.+?)(?: SETTINGS |$)`)
 

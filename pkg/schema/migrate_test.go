@@ -47,7 +47,7 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 
 	report, err := m.Migrate(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup"}, report.Applied)
+	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols"}, report.Applied)
 	require.Equal(t, schema.LatestVersion(), report.Version)
 	require.Empty(t, report.RetentionChanged, "tables are created with the configured TTL")
 
@@ -91,7 +91,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	require.NoError(t, conn.Exec(ctx, "TRUNCATE TABLE "+cfg.Database+".otel_profile_schema_migrations"))
 	report, err = m.Migrate(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup"}, report.Applied)
+	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols"}, report.Applied)
 }
 
 func TestMigrateAppliesRetentionChanges(t *testing.T) {
@@ -123,6 +123,37 @@ func TestMigrateAppliesRetentionChanges(t *testing.T) {
 	report, err = m.Migrate(ctx)
 	require.NoError(t, err)
 	require.Empty(t, report.RetentionChanged, "a second run finds nothing to change")
+}
+
+func TestMigrateSymbolsRetention(t *testing.T) {
+	conn := chtest.Get(t).Open(t)
+	ctx := context.Background()
+	cfg := freshConfig(t, conn)
+	cfg.Retention.Symbols = 30 * 24 * time.Hour
+	m := migrated(t, conn, cfg)
+	engine := func(table string) string {
+		var e string
+		require.NoError(t, conn.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", cfg.Database, cfg.Name(table)).Scan(&e))
+		return e
+	}
+	require.Contains(t, engine(schema.Symbols), "TTL toDateTime(intDiv(Version, 1000)) + toIntervalSecond(2592000)")
+	require.Contains(t, engine(schema.Executables), "TTL UpdatedAt + toIntervalSecond(2592000)")
+	report, err := m.Migrate(ctx)
+	require.NoError(t, err)
+	require.Empty(t, report.RetentionChanged, "ClickHouse prints the TTLs back as the migration wrote them")
+
+	cfg.Retention.Symbols = 0
+	m, err = schema.NewMigrator(cfg, conn)
+	require.NoError(t, err)
+	report, err = m.Migrate(ctx)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"otel_profile_symbols", "otel_profile_executables"}, report.RetentionChanged)
+	require.NotContains(t, engine(schema.Symbols), "TTL ")
+
+	var cols uint64
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name IN ('MappingStart', 'MappingOffset')",
+		cfg.Database, cfg.Name(schema.Frames)).Scan(&cols))
+	require.Equal(t, uint64(2), cols, "version 3 places unsymbolized frames' mappings")
 }
 
 func TestRollupsFollowSamples(t *testing.T) {

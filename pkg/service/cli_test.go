@@ -96,7 +96,7 @@ func TestMigrateCommandIsRepeatable(t *testing.T) {
 	args := []string{"migrate", "-embedded.data-dir", t.TempDir(), "-embedded.listen-address", "127.0.0.1:0", "-log.level", "warn"}
 	var out, errOut bytes.Buffer
 	require.Equal(t, 0, Main(args, &out, &errOut), errOut.String())
-	require.Contains(t, out.String(), fmt.Sprintf("schema version %d; applied: 0001_initial, 0002_rollup_dedup", schema.LatestVersion()))
+	require.Contains(t, out.String(), fmt.Sprintf("schema version %d; applied: 0001_initial, 0002_rollup_dedup, 0003_symbols", schema.LatestVersion()))
 	out.Reset()
 	require.Equal(t, 0, Main(append(args, "-schema.retention.samples", "24h"), &out, &errOut), errOut.String())
 	require.Contains(t, out.String(), "applied: none; retention changed: otel_profile_samples")

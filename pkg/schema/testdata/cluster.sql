@@ -270,3 +270,53 @@ SETTINGS ttl_only_drop_parts = 1;
 
 CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_sample_labels` ON CLUSTER 'flamehouse' AS `otel`.`otel_profile_sample_labels_local`
 ENGINE = Distributed('flamehouse', 'otel', 'otel_profile_sample_labels_local', cityHash64(TenantId, ServiceName));
+
+ALTER TABLE `otel`.`otel_profile_frames_local` ON CLUSTER 'flamehouse'
+    ADD COLUMN IF NOT EXISTS `MappingStart` UInt64 DEFAULT 0 CODEC(ZSTD(1)),
+    ADD COLUMN IF NOT EXISTS `MappingOffset` UInt64 DEFAULT 0 CODEC(ZSTD(1));
+
+ALTER TABLE `otel`.`otel_profile_frames` ON CLUSTER 'flamehouse'
+    ADD COLUMN IF NOT EXISTS `MappingStart` UInt64 DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS `MappingOffset` UInt64 DEFAULT 0;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_symbols_local` ON CLUSTER 'flamehouse'
+(
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `BuildId` String CODEC(ZSTD(1)),
+    `Start` UInt64 CODEC(Delta(8), ZSTD(1)),
+    `End` UInt64 CODEC(Delta(8), ZSTD(1)),
+    `Functions` Array(String) CODEC(ZSTD(1)),
+    `Files` Array(String) CODEC(ZSTD(1)),
+    `Lines` Array(UInt32) CODEC(ZSTD(1)),
+    `Version` UInt64 CODEC(ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', Version)
+ORDER BY (TenantId, BuildId, Start)
+SETTINGS index_granularity = 8192;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_symbols` ON CLUSTER 'flamehouse' AS `otel`.`otel_profile_symbols_local`
+ENGINE = Distributed('flamehouse', 'otel', 'otel_profile_symbols_local', cityHash64(TenantId, BuildId));
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_executables_local` ON CLUSTER 'flamehouse'
+(
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `BuildId` String CODEC(ZSTD(1)),
+    `FileName` String CODEC(ZSTD(1)),
+    `Size` UInt64 CODEC(ZSTD(1)),
+    `Source` LowCardinality(String) CODEC(ZSTD(1)),
+    `HasSymtab` Bool CODEC(ZSTD(1)),
+    `HasDynsym` Bool CODEC(ZSTD(1)),
+    `HasDwarf` Bool CODEC(ZSTD(1)),
+    `HasGoPclntab` Bool CODEC(ZSTD(1)),
+    `Ranges` UInt64 CODEC(ZSTD(1)),
+    `SegmentOffsets` Array(UInt64) CODEC(ZSTD(1)),
+    `SegmentVaddrs` Array(UInt64) CODEC(ZSTD(1)),
+    `SegmentSizes` Array(UInt64) CODEC(ZSTD(1)),
+    `UpdatedAt` DateTime64(3) CODEC(ZSTD(1))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', UpdatedAt)
+ORDER BY (TenantId, BuildId)
+SETTINGS index_granularity = 8192;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_executables` ON CLUSTER 'flamehouse' AS `otel`.`otel_profile_executables_local`
+ENGINE = Distributed('flamehouse', 'otel', 'otel_profile_executables_local', cityHash64(TenantId, BuildId));

@@ -248,3 +248,43 @@ ALTER TABLE `otel`.`otel_profile_samples_1h` MODIFY SETTING non_replicated_dedup
 ALTER TABLE `otel`.`otel_profile_service_samples_1m` MODIFY SETTING non_replicated_deduplication_window = 1000;
 
 ALTER TABLE `otel`.`otel_profile_service_samples_1h` MODIFY SETTING non_replicated_deduplication_window = 1000;
+
+ALTER TABLE `otel`.`otel_profile_frames`
+    ADD COLUMN IF NOT EXISTS `MappingStart` UInt64 DEFAULT 0 CODEC(ZSTD(1)),
+    ADD COLUMN IF NOT EXISTS `MappingOffset` UInt64 DEFAULT 0 CODEC(ZSTD(1));
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_symbols`
+(
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `BuildId` String CODEC(ZSTD(1)),
+    `Start` UInt64 CODEC(Delta(8), ZSTD(1)),
+    `End` UInt64 CODEC(Delta(8), ZSTD(1)),
+    `Functions` Array(String) CODEC(ZSTD(1)),
+    `Files` Array(String) CODEC(ZSTD(1)),
+    `Lines` Array(UInt32) CODEC(ZSTD(1)),
+    `Version` UInt64 CODEC(ZSTD(1))
+)
+ENGINE = ReplacingMergeTree(Version)
+ORDER BY (TenantId, BuildId, Start)
+SETTINGS index_granularity = 8192;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_executables`
+(
+    `TenantId` LowCardinality(String) CODEC(ZSTD(1)),
+    `BuildId` String CODEC(ZSTD(1)),
+    `FileName` String CODEC(ZSTD(1)),
+    `Size` UInt64 CODEC(ZSTD(1)),
+    `Source` LowCardinality(String) CODEC(ZSTD(1)),
+    `HasSymtab` Bool CODEC(ZSTD(1)),
+    `HasDynsym` Bool CODEC(ZSTD(1)),
+    `HasDwarf` Bool CODEC(ZSTD(1)),
+    `HasGoPclntab` Bool CODEC(ZSTD(1)),
+    `Ranges` UInt64 CODEC(ZSTD(1)),
+    `SegmentOffsets` Array(UInt64) CODEC(ZSTD(1)),
+    `SegmentVaddrs` Array(UInt64) CODEC(ZSTD(1)),
+    `SegmentSizes` Array(UInt64) CODEC(ZSTD(1)),
+    `UpdatedAt` DateTime64(3) CODEC(ZSTD(1))
+)
+ENGINE = ReplacingMergeTree(UpdatedAt)
+ORDER BY (TenantId, BuildId)
+SETTINGS index_granularity = 8192;
