@@ -14,7 +14,9 @@ import (
 	"time"
 )
 
-// Table names, without the configured prefix.
+// Table names, without the configured prefix. Symbols holds the flattened
+// address ranges of executables by build id (schema version 3); Executables
+// one row per stored executable.
 const (
 	Samples         = "profile_samples"
 	SamplesMinute   = "profile_samples_1m"
@@ -26,8 +28,6 @@ const (
 	Series          = "profile_series"
 	Catalog         = "profile_catalog"
 	SampleLabels    = "profile_sample_labels"
-	// Symbols holds the flattened address ranges of executables by build id
-	// (schema version 3); Executables one row per stored executable.
 	Symbols         = "profile_symbols"
 	Executables     = "profile_executables"
 	MigrationsTable = "profile_schema_migrations"
