@@ -10,6 +10,7 @@ require (
 	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 	github.com/grafana/dskit v0.0.0-20260703122047-de1ec7541c44
 	github.com/grafana/grafana-plugin-sdk-go v0.298.0
+	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 	github.com/magefile/mage v1.17.2
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stretchr/testify v1.12.1

@@ -37,6 +37,8 @@ type Datasource struct {
 	symbols *query.Symbols
 	// cache answers queries over closed time ranges.
 	cache *query.Cache
+	// resolver holds the symbol store's range tables across queries.
+	resolver *query.Resolver
 }
 
 // Bounds of the symbol cache: 4M frame ids of stacks (32 MB) and 1M frame
@@ -51,7 +53,10 @@ const (
 // what to fix.
 func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (instancemgmt.Instance, error) {
 	st, err := LoadSettings(s)
-	return &Datasource{settings: st, settingsErr: err, symbols: query.NewSymbols(cachedFrameIDs, cachedLabels), cache: st.cache()}, nil
+	return &Datasource{
+		settings: st, settingsErr: err, symbols: query.NewSymbols(cachedFrameIDs, cachedLabels), cache: st.cache(),
+		resolver: query.NewResolver(query.DefaultResolverBytes),
+	}, nil
 }
 
 // Dispose closes the ClickHouse connection when Grafana replaces the instance.
@@ -102,9 +107,31 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 		res = otelHealth(cat, cfg, d.settings.Profiles.OTelTable)
 	}
 	if res.Status == backend.HealthStatusOk {
-		res.Message += " " + d.tracesNote(ctx, conn)
+		res.Message += " " + symbolsNote(cat, cfg, d.settings.Profiles.Schema) + " " + d.tracesNote(ctx, conn)
 	}
 	return res, nil
+}
+
+// symbolsNote says whether the symbol store's tables (schema version 3)
+// are there: without them unsymbolized native frames keep their
+// "[library]" labels and the Executables view knows no uploads.
+func symbolsNote(cat catalog, cfg schema.Config, s query.Schema) string {
+	var missing []string
+	for _, t := range []string{schema.Symbols, schema.Executables} {
+		if !cat.tables[cfg.Name(t)] {
+			missing = append(missing, cfg.Name(t))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Sprintf("No symbol tables (%s; schema version 3): unsymbolized native frames keep their [library] labels "+
+			"and the Executables view shows no uploaded symbols; run `flamehouse migrate` to add them.", strings.Join(missing, ", "))
+	}
+	if s == query.SchemaOTel {
+		return fmt.Sprintf("Symbol tables %q and %q found: unsymbolized frames whose mapping file names one stored executable are named from its symbols.",
+			cfg.Name(schema.Symbols), cfg.Name(schema.Executables))
+	}
+	return fmt.Sprintf("Symbol tables %q and %q found (schema version 3): unsymbolized native frames are named from uploaded and debuginfod symbols.",
+		cfg.Name(schema.Symbols), cfg.Name(schema.Executables))
 }
 
 // tracesNote says whether the exporter's spans table is there: traces
@@ -208,9 +235,14 @@ func readCatalog(ctx context.Context, conn clickhouse.Conn, database string) (ca
 }
 
 // flamehouseGaps lists the Flamehouse tables the database lacks and, of
-// the tables it has, the columns the queries read but the tables lack.
+// the tables it has, the columns the queries read but the tables lack. The
+// symbol tables (schema version 3) are optional: symbolsNote says whether
+// they are there.
 func (c catalog) flamehouseGaps(cfg schema.Config) (tables, columns []string) {
 	for _, t := range schema.Tables {
+		if t == schema.Symbols || t == schema.Executables {
+			continue
+		}
 		name := cfg.Name(t)
 		if !c.tables[name] {
 			tables = append(tables, name)

@@ -20,7 +20,7 @@ var exporterColumns = []string{
 	"Timestamp DateTime64(9)", "ServiceName LowCardinality(String)", "SampleType LowCardinality(String)",
 	"SampleUnit LowCardinality(String)", "PeriodType LowCardinality(String)", "PeriodUnit LowCardinality(String)",
 	"Period Int64", "ResourceAttributes Map(LowCardinality(String), String)", "SampleAttributes Map(LowCardinality(String), String)",
-	"StackHash UInt64", "FunctionNames Array(LowCardinality(String))", "FileNames Array(LowCardinality(String))",
+	"StackHash UInt64", "FunctionNames Array(LowCardinality(String))", "FileNames Array(LowCardinality(String))", "LineNumbers Array(Int32)",
 	"MappingFileNames Array(LowCardinality(String))", "Addresses Array(UInt64)", "Values Array(Int64)",
 	"TimestampsUnixNano Array(UInt64)", "TraceId String", "SpanId String",
 }

@@ -61,7 +61,7 @@ func (d *Datasource) query(ctx context.Context, engine *query.Engine, q backend.
 		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream, "invalid query: "+err.Error())
 	}
 	frames, err := engine.Run(ctx, r)
-	if errors.Is(err, query.ErrNoTracesTable) || errors.Is(err, query.ErrNotForAlerts) {
+	if errors.Is(err, query.ErrNoTracesTable) || errors.Is(err, query.ErrNotForAlerts) || errors.Is(err, query.ErrInvalidQuery) {
 		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream, err.Error())
 	}
 	if err != nil {
@@ -96,7 +96,7 @@ func (d *Datasource) engine() (*query.Engine, error) {
 		Conn: conn, Tables: d.settings.schemaConfig(), Tenant: d.settings.Profiles.Tenant, Symbols: d.symbols,
 		Schema: d.settings.Profiles.Schema, OTelTable: d.settings.Profiles.OTelTable,
 		TracesDatabase: d.settings.Profiles.TracesDatabase, TracesTable: d.settings.Profiles.TracesTable,
-		Cache: d.cache,
+		Cache: d.cache, Resolver: d.resolver,
 	}, nil
 }
 

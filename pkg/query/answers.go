@@ -61,7 +61,34 @@ func (e *Engine) answerKey(ctx context.Context, r *Request) string {
 		b.WriteString("left\n")
 		writeRequestKey(&b, r.Left)
 	}
+	if r.Type != TypeMetrics {
+		gen, err := e.symbolsGeneration(ctx)
+		if err != nil {
+			return ""
+		}
+		fmt.Fprintf(&b, "symbols %s\n", gen)
+	}
 	return b.String()
+}
+
+// symbolsGeneration names the state of the tenant's symbol store: the
+// latest upload's time and the number of executables ("" without the
+// symbol tables). Answers that name frames are kept under it, so that an
+// upload is seen by the next query, not after the cache's TTL.
+func (e *Engine) symbolsGeneration(ctx context.Context) (string, error) {
+	pr, err := e.probe(ctx)
+	if err != nil || !pr.symbols {
+		return "", err
+	}
+	var p params
+	var latest int64
+	var n uint64
+	q := "SELECT toInt64(toUnixTimestamp64Milli(max(UpdatedAt))), count() FROM " + e.Tables.Qualified(schema.Executables) +
+		" WHERE TenantId = " + p.str(e.Tenant)
+	if err := e.Conn.QueryRow(ctx, q, p.args...).Scan(&latest, &n); err != nil {
+		return "", fmt.Errorf("look up the symbol store: %w", err)
+	}
+	return fmt.Sprintf("%d %d", latest, n), nil
 }
 
 // writeRequestKey writes what decides a request's answer.
@@ -70,6 +97,7 @@ func writeRequestKey(b *strings.Builder, r *Request) {
 		r.Limit, r.MaxNodes)
 	fmt.Fprintf(b, "%d %d %d %d %d\n", r.From.UnixNano(), r.To.UnixNano(), r.rangeFrom.UnixNano(), r.rangeTo.UnixNano(), r.Step)
 	fmt.Fprintf(b, "%q %t %t %t\n", r.Function, r.FunctionSelf, r.Ratio, r.Alert)
+	fmt.Fprintf(b, "%t %q %q\n", r.Lines, r.BuildID, r.MappingFile)
 }
 
 // copyFrames returns new frame structs sharing the fields and meta.

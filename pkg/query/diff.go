@@ -14,10 +14,10 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/query/selector"
 )
 
-// side is one side of a diff: its stacks and their frames' labels.
+// side is one side of a diff: its stacks and their frames' names.
 type side struct {
 	stacks []stackValue
-	labels map[uint64]string
+	names  *frameNames
 }
 
 // diff answers a diff query: the baseline (r.Left) and the comparison (r
@@ -35,7 +35,7 @@ func (e *Engine) diff(ctx context.Context, r *Request) (*data.Frame, error) {
 	var wg sync.WaitGroup
 	for i, req := range []*Request{r.Left, &right} {
 		wg.Go(func() {
-			sides[i].stacks, sides[i].labels, errs[i] = e.layout().stacks(ctx, req)
+			sides[i].stacks, sides[i].names, errs[i] = e.layout().stacks(ctx, req)
 		})
 	}
 	wg.Wait()
@@ -69,12 +69,10 @@ func (e *Engine) diff(ctx context.Context, r *Request) (*data.Frame, error) {
 func addSides(tree *flame.DiffTree, names *flame.Names, sides [2]side, scale float64) {
 	path := make([]int32, 0, 64)
 	for i, s := range sides {
-		ids := make(map[uint64]int32, len(s.labels))
-		for id, label := range s.labels {
-			ids[id] = names.ID(label)
-		}
+		ids := newNameIDs(len(s.names.labels))
+		ids.add(s.names, names)
 		for _, st := range s.stacks {
-			path = resolve(path, st.frames, ids, names)
+			path = ids.path(path, st.frames, names)
 			if i == 0 {
 				tree.Add(path, scaleValue(st.value, scale), 0)
 			} else {
@@ -105,17 +103,13 @@ func addMerged(tree *flame.DiffTree, names *flame.Names, sides [2]side, scale fl
 		}
 		entries = append(entries, entry{frames: st.frames, right: st.value})
 	}
-	ids := make(map[uint64]int32, len(sides[0].labels)+len(sides[1].labels)/4)
+	ids := newNameIDs(len(sides[0].names.labels) + len(sides[1].names.labels)/4)
 	for _, s := range sides {
-		for id, label := range s.labels {
-			if _, ok := ids[id]; !ok {
-				ids[id] = names.ID(label)
-			}
-		}
+		ids.add(s.names, names)
 	}
 	path := make([]int32, 0, 64)
 	for _, en := range entries {
-		tree.Add(resolve(path, en.frames, ids, names), en.left, en.right)
+		tree.Add(ids.path(path, en.frames, names), en.left, en.right)
 	}
 }
 

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -38,7 +39,14 @@ type Engine struct {
 	DatasourceUID, DatasourceName string
 	// Cache answers queries over closed ranges (nil: none).
 	Cache *Cache
+	// Resolver holds the symbol store's range tables across queries (nil:
+	// a fresh one per query).
+	Resolver *Resolver
 }
+
+// ErrInvalidQuery is returned for queries the engine's tables cannot
+// answer as asked (a user's fault, like a query that does not parse).
+var ErrInvalidQuery = errors.New("invalid query")
 
 // idsPerLookup bounds the stack or frame ids of one lookup (they travel as
 // a parameter in the request line); past byServiceAbove missing ids of
@@ -55,8 +63,11 @@ func (e *Engine) Run(ctx context.Context, r *Request) (data.Frames, error) {
 }
 
 func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
-	if r.Alert && (r.Type == TypeProfile || r.Type == TypeDiff || r.Type == TypeTraces || r.Type == TypeSpans) {
+	if r.Alert && (r.Type == TypeProfile || r.Type == TypeDiff || r.Type == TypeTraces || r.Type == TypeSpans || r.Type == TypeExecutables) {
 		return nil, notForAlerts(r.Type)
+	}
+	if e.Schema == SchemaOTel && r.BuildID != "" {
+		return nil, fmt.Errorf("%w: the exporter's table keeps no build ids: filter by mappingFile", ErrInvalidQuery)
 	}
 	if r.Type == TypeDiff {
 		f, err := e.diff(ctx, r)
@@ -92,13 +103,20 @@ func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 		}
 		return data.Frames{f}, nil
 	}
-	var frames data.Frames
-	if r.Type == TypeProfile || r.Type == TypeTable || (r.Type == TypeBoth && !r.Alert) {
-		stacks, labels, err := l.stacks(ctx, r)
+	if r.Type == TypeExecutables {
+		f, err := e.executablesView(ctx, l, r)
 		if err != nil {
 			return nil, err
 		}
-		frames = append(frames, stacksFrame(r, stacks, labels))
+		return data.Frames{f}, nil
+	}
+	var frames data.Frames
+	if r.Type == TypeProfile || r.Type == TypeTable || (r.Type == TypeBoth && !r.Alert) {
+		stacks, names, err := l.stacks(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		frames = append(frames, stacksFrame(r, stacks, names))
 	}
 	if r.Type == TypeMetrics || r.Type == TypeBoth {
 		acc := newSeriesAccumulator(r)
@@ -129,7 +147,7 @@ func (l *flamehouseLayout) sampleKeys(ctx context.Context, r *Request) (map[stri
 	return l.keys, nil
 }
 
-func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue, map[uint64]string, error) {
+func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue, *frameNames, error) {
 	keys, err := l.sampleKeys(ctx, r)
 	if err != nil {
 		return nil, nil, err
@@ -139,8 +157,16 @@ func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue
 	if err != nil {
 		return nil, nil, err
 	}
-	labels, err := l.e.frameLabels(ctx, f, stacks, sym)
-	return stacks, labels, err
+	names, natives, err := l.e.frameLabels(ctx, f, stacks, sym, r.Lines)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := l.e.resolution(ctx, natives)
+	if err != nil {
+		return nil, nil, err
+	}
+	res.name(natives, names, r.Lines)
+	return stacks, names, nil
 }
 
 func (l *flamehouseLayout) series(ctx context.Context, r *Request, acc *seriesAccumulator) error {
@@ -198,18 +224,16 @@ type stackValue struct {
 }
 
 // stacksFrame renders stacks as a flame graph or a top-functions table.
-func stacksFrame(r *Request, stacks []stackValue, labels map[uint64]string) *data.Frame {
+func stacksFrame(r *Request, stacks []stackValue, fn *frameNames) *data.Frame {
 	names := flame.NewNames()
-	ids := make(map[uint64]int32, len(labels))
-	for id, label := range labels {
-		ids[id] = names.ID(label)
-	}
+	ids := newNameIDs(len(fn.labels))
+	ids.add(fn, names)
 	unit := flame.Unit(r.ProfileType.SampleUnit)
 	path := make([]int32, 0, 64)
 	if r.Type == TypeTable {
 		fns := flame.NewFunctions(names)
 		for _, s := range stacks {
-			fns.Add(resolve(path, s.frames, ids, names), s.value)
+			fns.Add(ids.path(path, s.frames, names), s.value)
 		}
 		if r.Alert {
 			return alertTableFrame(fns.Top(r.Limit), unit)
@@ -218,19 +242,59 @@ func stacksFrame(r *Request, stacks []stackValue, labels map[uint64]string) *dat
 	}
 	tree := flame.NewTree(names)
 	for _, s := range stacks {
-		tree.Add(resolve(path, s.frames, ids, names), s.value)
+		tree.Add(ids.path(path, s.frames, names), s.value)
 	}
 	return tree.Frame(r.MaxNodes, unit)
 }
 
-// resolve turns frame ids into label ids; a frame that is not stored
-// shows as "unknown".
-func resolve(path []int32, frames []uint64, ids map[uint64]int32, names *flame.Names) []int32 {
+// frameNames names the frames of an answer: each frame id's label, and the
+// labels of the frames that resolve into several inline levels, root first
+// (their label in labels is then not used).
+type frameNames struct {
+	labels map[uint64]string
+	levels map[uint64][]string
+}
+
+// nameIDs are the name ids of frames in a tree: ids[frame] >= 0 is one
+// name, a negative id -k-1 the k-th path of several (inline levels).
+type nameIDs struct {
+	ids   map[uint64]int32
+	multi [][]int32
+}
+
+func newNameIDs(n int) *nameIDs { return &nameIDs{ids: make(map[uint64]int32, n)} }
+
+// add interns the names of frames not known yet.
+func (n *nameIDs) add(fn *frameNames, names *flame.Names) {
+	for id, label := range fn.labels {
+		if _, ok := n.ids[id]; ok {
+			continue
+		}
+		if levels, ok := fn.levels[id]; ok {
+			path := make([]int32, len(levels))
+			for i, l := range levels {
+				path[i] = names.ID(l)
+			}
+			n.ids[id] = -int32(len(n.multi)) - 1 //nolint:gosec // G115: far fewer frames than 2^31
+			n.multi = append(n.multi, path)
+			continue
+		}
+		n.ids[id] = names.ID(label)
+	}
+}
+
+// path turns frame ids into label ids, a frame with inline levels into
+// several; a frame that is not stored shows as "unknown".
+func (n *nameIDs) path(path []int32, frames []uint64, names *flame.Names) []int32 {
 	path = path[:0]
 	for _, f := range frames {
-		id, ok := ids[f]
-		if !ok {
+		id, ok := n.ids[f]
+		switch {
+		case !ok:
 			id = names.ID("unknown")
+		case id < 0:
+			path = append(path, n.multi[-id-1]...)
+			continue
 		}
 		path = append(path, id)
 	}
@@ -340,18 +404,31 @@ func unpackFrameIDs(packed string) ([]uint64, error) {
 	return out, nil
 }
 
-// frameLabels names every frame of the stacks.
-func (e *Engine) frameLabels(ctx context.Context, f *filter, stacks []stackValue, sym *Symbols) (map[uint64]string, error) {
-	labels := map[uint64]string{}
-	missing := sym.labelsOf(e.Tenant, stacks, labels)
-	return labels, lookup(f, missing, func(chunk []uint64) error {
-		return e.loadFrames(ctx, f, chunk, labels, sym)
+// frameLabels names every frame of the stacks as stored (at function or
+// line granularity), and returns what resolves the unsymbolized frames
+// that have a build id.
+func (e *Engine) frameLabels(ctx context.Context, f *filter, stacks []stackValue, sym *Symbols, lines bool) (*frameNames, map[uint64]nativeFrame, error) {
+	names := &frameNames{labels: map[uint64]string{}}
+	natives := map[uint64]nativeFrame{}
+	key := labelKey{tenant: e.Tenant, lines: lines}
+	missing := sym.labelsOf(key, stacks, names.labels, natives)
+	if len(missing) == 0 {
+		return names, natives, nil
+	}
+	pr, err := e.probe(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return names, natives, lookup(f, missing, func(chunk []uint64) error {
+		return e.loadFrames(ctx, f, chunk, key, pr.placement, names.labels, natives, sym)
 	})
 }
 
-func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, labels map[uint64]string, sym *Symbols) error {
+func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, key labelKey, placement bool, labels map[uint64]string,
+	natives map[uint64]nativeFrame, sym *Symbols,
+) error {
 	var p params
-	rows, err := e.Conn.Query(ctx, framesSQL(&p, e.Tables, e.Tenant, f, ids), p.args...)
+	rows, err := e.Conn.Query(ctx, framesSQL(&p, e.Tables, e.Tenant, f, ids, key.lines, placement), p.args...)
 	if err != nil {
 		return fmt.Errorf("load frames: %w", err)
 	}
@@ -359,11 +436,15 @@ func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, labels
 	for rows.Next() {
 		var id uint64
 		var label string
-		if err := rows.Scan(&id, &label); err != nil {
+		var n nativeFrame
+		if err := rows.Scan(&id, &label, &n.buildID, &n.address, &n.mappingStart, &n.mappingOffset); err != nil {
 			return err
 		}
 		labels[id] = label
-		sym.addLabel(e.Tenant, id, label)
+		if n.buildID != "" {
+			natives[id] = n
+		}
+		sym.addLabel(key, id, label, n)
 	}
 	return rows.Err()
 }

@@ -35,8 +35,12 @@ const DefaultOTelTable = "otel_profiles"
 // and series rendering) and a table layout.
 type layout interface {
 	// stacks sums the request's values per stack and returns each stack's
-	// frame ids, root first, and the label of every frame id.
-	stacks(ctx context.Context, r *Request) ([]stackValue, map[uint64]string, error)
+	// frame ids, root first, and the names of every frame id (resolved
+	// from the symbol store where it can).
+	stacks(ctx context.Context, r *Request) ([]stackValue, *frameNames, error)
+	// executables sums the request's values per executable (mapped file
+	// and build id): the stacks through it, each counted once.
+	executables(ctx context.Context, r *Request) (*executableSums, error)
 	// series adds the request's bucket sums per group to acc.
 	series(ctx context.Context, r *Request, acc *seriesAccumulator) error
 	// spans sums the request's values per span (span and trace id) and

@@ -3,6 +3,9 @@ package query
 import (
 	"context"
 	"fmt"
+	"path"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/flamehouse/flamehouse/pkg/profiletype"
@@ -30,7 +33,7 @@ var otelColumns = map[string]string{
 var OTelRequiredColumns = func() []string {
 	cols := []string{
 		"Timestamp", "ServiceName", "SampleType", "SampleUnit", "PeriodType", "PeriodUnit", "Period",
-		"ResourceAttributes", "SampleAttributes", "StackHash", "FunctionNames", "FileNames", "MappingFileNames",
+		"ResourceAttributes", "SampleAttributes", "StackHash", "FunctionNames", "FileNames", "LineNumbers", "MappingFileNames",
 		"Addresses", "Values", "TimestampsUnixNano", "TraceId", "SpanId",
 	}
 	for _, c := range otelColumns {
@@ -140,6 +143,9 @@ func (l *otelLayout) requestWhere(p *params, r *Request, from int64) (where, val
 	if r.Function != "" && !r.Ratio {
 		where += " AND " + otelFunctionCond(p, r)
 	}
+	if r.MappingFile != "" {
+		where += " AND has(MappingFileNames, " + p.str(r.MappingFile) + ")"
+	}
 	return where, value
 }
 
@@ -158,19 +164,25 @@ func otelFunctionCond(p *params, r *Request) string {
 // its rows, in one scan. A stack is a StackHash and the mapping files of
 // its frames: the exporter hashes function and file names only, so
 // unsymbolized frames of different libraries would otherwise share one.
-func (l *otelLayout) stacks(ctx context.Context, r *Request) ([]stackValue, map[uint64]string, error) {
+// When the symbol store has executables whose file names match mapping
+// files of the table (resolvableFiles), the unsymbolized frames of those
+// files carry their address out of the scan (otelMarker), their stacks
+// are told apart by those addresses too, and they are resolved like
+// Flamehouse's frames.
+func (l *otelLayout) stacks(ctx context.Context, r *Request) ([]stackValue, *frameNames, error) {
+	files, err := l.resolvableFiles(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	var p params
-	where, value := l.requestWhere(&p, r, r.From.Unix())
-	q := "SELECT h, v, arrayStringConcat(arrayReverse(arrayMap(" + otelFrameLabel + ", s.1, s.2, s.3, s.4)), '\\0') FROM (" +
-		"SELECT StackHash AS h, sum(" + value + ") AS v, any((FunctionNames, MappingFileNames, FileNames, Addresses)) AS s FROM " +
-		l.table + " WHERE " + where + " GROUP BY StackHash, cityHash64(MappingFileNames))"
-	rows, err := l.e.read(ctx, r, q, p.args)
+	rows, err := l.e.read(ctx, r, l.stacksSQL(&p, r, files), p.args)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sum samples per stack: %w", err)
 	}
 	defer closeRows(rows)
 	ids := map[string]uint64{}
-	labels := map[uint64]string{}
+	names := &frameNames{labels: map[uint64]string{}}
+	natives := map[uint64]nativeFrame{}
 	var stacks []stackValue
 	for rows.Next() {
 		var hash uint64
@@ -185,14 +197,117 @@ func (l *otelLayout) stacks(ctx context.Context, r *Request) ([]stackValue, map[
 				id, ok := ids[label]
 				if !ok {
 					id = uint64(len(ids))
-					ids[label], labels[id] = id, label
+					ids[label] = id
+					names.labels[id] = label
+					if file, address, ok := parseOTelMarker(label); ok {
+						names.labels[id] = "[" + file + "]"
+						natives[id] = nativeFrame{buildID: files[file].buildID, address: address}
+					}
 				}
 				s.frames = append(s.frames, id)
 			}
 		}
 		stacks = append(stacks, s)
 	}
-	return stacks, labels, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	if len(natives) > 0 {
+		exes := map[string]*executable{}
+		for _, x := range files {
+			exes[x.buildID] = x
+		}
+		tables, err := l.e.tablesFor(ctx, exes)
+		if err != nil {
+			return nil, nil, err
+		}
+		(&resolution{exes: exes, tables: tables}).name(natives, names, r.Lines)
+	}
+	return stacks, names, rows.Err()
+}
+
+// stacksSQL sums values per stack with each stack's frame labels, packed
+// root first and separated by NUL.
+func (l *otelLayout) stacksSQL(p *params, r *Request, files map[string]*executable) string {
+	where, value := l.requestWhere(p, r, r.From.Unix())
+	label, group := otelStackLabel(p, r.Lines, files)
+	return "SELECT h, v, arrayStringConcat(arrayReverse(arrayMap(" + label + ", s.1, s.2, s.3, s.4, s.5)), '\\0') FROM (" +
+		"SELECT StackHash AS h, sum(" + value + ") AS v, any((FunctionNames, MappingFileNames, FileNames, Addresses, arrayResize(LineNumbers, length(FunctionNames)))) AS s FROM " +
+		l.table + " WHERE " + where + " GROUP BY StackHash, cityHash64(MappingFileNames)" + group + ")"
+}
+
+// otelMarker starts the label of an unsymbolized frame that the symbol
+// store may name: "\x01<mapping file's base name>\x01<address>".
+const otelMarker = "\x01"
+
+func parseOTelMarker(label string) (file string, address uint64, ok bool) {
+	rest, ok := strings.CutPrefix(label, otelMarker)
+	if !ok {
+		return "", 0, false
+	}
+	file, addr, ok := strings.Cut(rest, otelMarker)
+	if !ok {
+		return "", 0, false
+	}
+	address, err := strconv.ParseUint(addr, 10, 64)
+	return file, address, err == nil
+}
+
+// otelStackLabel is the lambda that labels a frame of the exporter's
+// arrays (function, mapping file, file, address, line), at function or
+// line granularity, marking the unsymbolized frames of resolvable files;
+// and the extra grouping that tells stacks apart by those frames'
+// addresses ("" without resolvable files).
+func otelStackLabel(p *params, lines bool, files map[string]*executable) (label, group string) {
+	body := "multiIf(f != '', f, m != '', concat('[', basename(m), ']'), fl != '', fl, " + addressLabel("a") + ")"
+	if lines {
+		body = "if(fl != '' AND ln > 0, concat(if(f != '', concat(f, ' '), ''), fl, ':', toString(ln)), " + body + ")"
+	}
+	if len(files) > 0 {
+		names := make([]string, 0, len(files))
+		for n := range files {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		list := p.add("Array(String)", stringArray(names))
+		cond := "f = '' AND fl = '' AND has(" + list + ", basename(m))"
+		body = "if(" + cond + ", concat('\\x01', basename(m), '\\x01', toString(a)), " + body + ")"
+		group = ", cityHash64(arrayFilter((a, f, fl, m) -> " + cond + ", Addresses, FunctionNames, FileNames, MappingFileNames))"
+	}
+	return "(f, m, fl, a, ln) -> " + body, group
+}
+
+// resolvableFiles are the stored executables the exporter's frames can be
+// resolved with, by file base name: the table keeps mapping file names but
+// no build ids, so an unsymbolized frame is named from the executable of
+// its mapping file's name when exactly one stored executable of the tenant
+// has that name (two builds of one library cannot be told apart: neither
+// is used). nil without the symbol tables.
+func (l *otelLayout) resolvableFiles(ctx context.Context) (map[string]*executable, error) {
+	pr, err := l.e.probe(ctx)
+	if err != nil || !pr.symbols {
+		return nil, err
+	}
+	exes, err := l.e.executables(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*executable{}
+	ambiguous := map[string]bool{}
+	for _, x := range exes {
+		name := path.Base(x.file)
+		if x.file == "" || name == "." || name == "/" || !buildIDPattern.MatchString(x.buildID) {
+			continue
+		}
+		if _, ok := out[name]; ok {
+			ambiguous[name] = true
+		}
+		out[name] = x
+	}
+	for name := range ambiguous {
+		delete(out, name)
+	}
+	return out, nil
 }
 
 // series aggregates per bucket and group. For a gauge profile type a

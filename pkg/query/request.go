@@ -1,6 +1,8 @@
 // Package query answers the datasource's queries from the Flamehouse
 // tables: flame graphs, top-functions tables and time series, a trace's
-// spans with their profile marks, and the spans that cost the most.
+// spans with their profile marks, the spans that cost the most, and the
+// executables of a selection with their symbol status. Unsymbolized native
+// frames are named at query time from the symbol store (resolve.go).
 // Queries follow Grafana Pyroscope's query model (queryType, profileTypeId,
 // labelSelector, spanSelector, groupBy, limit, maxNodes) plus traceId, so
 // that links built for Pyroscope work unchanged. SQL is built from
@@ -30,6 +32,15 @@ const (
 	TypeTraces  = "traces"  // a trace's spans (from the exporter's otel_traces), marked where they have samples
 	TypeSpans   = "spans"   // the spans with the most profile value
 	TypeDiff    = "diff"    // a diff flame graph: the selection over the range against a baseline
+	// TypeExecutables lists the executables (mapped files) of the
+	// selection's stacks with their share of samples and symbol status.
+	TypeExecutables = "executables"
+)
+
+// Granularities of flame graph and table labels (JSON granularity).
+const (
+	GranularityFunction = "function" // one node per function (pprof's default)
+	GranularityLine     = "line"     // one node per function and source line: "function file:line"
 )
 
 // Values of a function filter (JSON functionValue).
@@ -75,6 +86,14 @@ type JSON struct {
 	// Left is the baseline of a diff query; the query itself is the right
 	// side (the comparison) over the query's range.
 	Left *SideJSON `json:"left"`
+	// Granularity names flame graph and table nodes by function (default)
+	// or by function and line.
+	Granularity string `json:"granularity"`
+	// BuildID and MappingFile keep the stacks through one executable: a
+	// frame of that build id and/or mapped file (exact, as the Executables
+	// query lists them). Either may be empty, not both when one is set.
+	BuildID     string `json:"buildId"`
+	MappingFile string `json:"mappingFile"`
 }
 
 // SideJSON is the left side of a diff query: its label selector (empty:
@@ -131,6 +150,12 @@ type Request struct {
 	Function     string
 	FunctionSelf bool
 	Ratio        bool
+	// Lines names flame graph and table nodes by function and source line
+	// (JSON.Granularity "line").
+	Lines bool
+	// BuildID and MappingFile keep the stacks through an executable (see
+	// JSON.BuildID); both "" without that filter.
+	BuildID, MappingFile string
 	// Left is a diff query's baseline: a profile request over its own
 	// selection and range; the diff request is the comparison.
 	Left *Request
@@ -218,6 +243,8 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	add(r.setGroupBy(q.GroupBy))
 	add(r.setLimits(q.Limit, q.MaxNodes, opts.DefaultMaxNodes))
 	add(r.setFunction(q.Function, q.FunctionValue, q.Ratio))
+	add(r.setGranularity(q.Granularity))
+	add(r.setExecutable(q.BuildID, q.MappingFile))
 	if r.Type == TypeDiff {
 		add(r.setLeft(q.Left, opts.now()))
 	} else if q.Left != nil {
@@ -281,12 +308,49 @@ func (r *Request) setType(t string) error {
 	switch t {
 	case "":
 		r.Type = TypeProfile
-	case TypeProfile, TypeMetrics, TypeBoth, TypeTable, TypeTraces, TypeSpans, TypeDiff:
+	case TypeProfile, TypeMetrics, TypeBoth, TypeTable, TypeTraces, TypeSpans, TypeDiff, TypeExecutables:
 		r.Type = t
 	default:
-		return fmt.Errorf("queryType %q is not one of profile, metrics, both, table, traces, spans, diff", t)
+		return fmt.Errorf("queryType %q is not one of profile, metrics, both, table, traces, spans, diff, executables", t)
 	}
 	return nil
+}
+
+// setGranularity sets the label granularity of flame graphs and tables.
+func (r *Request) setGranularity(g string) error {
+	switch strings.TrimSpace(g) {
+	case "", GranularityFunction:
+	case GranularityLine:
+		r.Lines = true
+	default:
+		return fmt.Errorf("granularity %q is not %q or %q", truncate(g), GranularityFunction, GranularityLine)
+	}
+	return nil
+}
+
+// buildIDPattern is a build id as senders spell them: GNU build ids and
+// the eBPF profiler's file ids in hex, Go build ids in base64url parts
+// separated by slashes.
+var buildIDPattern = regexp.MustCompile(`^[0-9A-Za-z_=+./-]{1,256}$`)
+
+// maxMappingFileLength bounds an executable filter's mapped file name.
+const maxMappingFileLength = 4096
+
+// setExecutable sets the executable filter.
+func (r *Request) setExecutable(buildID, file string) error {
+	buildID, file = strings.TrimSpace(buildID), strings.TrimSpace(file)
+	var errs []error
+	if buildID != "" && !buildIDPattern.MatchString(buildID) {
+		errs = append(errs, fmt.Errorf("buildId %q is not a build id (hex, or a Go build id)", truncate(buildID)))
+	}
+	if len(file) > maxMappingFileLength {
+		errs = append(errs, fmt.Errorf("mappingFile is %d bytes long; at most %d are allowed", len(file), maxMappingFileLength))
+	}
+	if (buildID != "" || file != "") && (r.Type == TypeTraces || r.Type == TypeSpans || r.Type == TypeExecutables) {
+		errs = append(errs, fmt.Errorf("buildId and mappingFile filter flame graphs, tables and time series, not queryType %q", r.Type))
+	}
+	r.BuildID, r.MappingFile = buildID, file
+	return errors.Join(errs...)
 }
 
 // maxFunctionLength bounds a function filter's name.
@@ -331,7 +395,7 @@ func (r *Request) setLeft(side *SideJSON, now time.Time) error {
 	}
 	left := &Request{
 		Type: TypeProfile, ProfileType: r.ProfileType, Matchers: r.Matchers, MaxNodes: r.MaxNodes, Limit: r.Limit,
-		Function: r.Function, FunctionSelf: r.FunctionSelf,
+		Function: r.Function, FunctionSelf: r.FunctionSelf, Lines: r.Lines, BuildID: r.BuildID, MappingFile: r.MappingFile,
 	}
 	if strings.TrimSpace(side.LabelSelector) != "" {
 		ms, err := selector.Parse(side.LabelSelector)
@@ -453,7 +517,7 @@ func (r *Request) setLimits(limit, maxNodes *int64, defMaxNodes int) error {
 	switch {
 	case limit == nil || *limit == 0:
 		r.Limit = defaultSeries
-		if r.Type == TypeTable {
+		if r.Type == TypeTable || r.Type == TypeExecutables {
 			r.Limit = defaultTopRows
 		}
 	case *limit < 0 || *limit > maxSeries:

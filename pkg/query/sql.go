@@ -179,6 +179,9 @@ func buildFilter(p *params, tables schema.Config, tenant string, r *Request, sam
 		f.conds = append(f.conds, r.traceSpans.cond(p))
 		f.needsRaw = true
 	}
+	if r.BuildID != "" || r.MappingFile != "" {
+		f.conds = append(f.conds, executableCond(p, tables, tenant, f, r.BuildID, r.MappingFile))
+	}
 	if r.Function != "" {
 		if r.Ratio {
 			f.part = functionCond(p, tables, tenant, f, "u.StackId", r.Function, r.FunctionSelf)
@@ -201,6 +204,21 @@ func functionCond(p *params, tables schema.Config, tenant string, f *filter, col
 		return column + " IN (" + stacks + " AND FrameIds[-1] IN (" + frames + "))"
 	}
 	return column + " IN (" + stacks + " AND hasAny(FrameIds, (SELECT groupUniqArray(FrameId) FROM (" + frames + "))))"
+}
+
+// executableCond is true for rows whose stack goes through an executable:
+// the stacks (of the filter's services) holding a frame of that build id
+// and/or mapped file.
+func executableCond(p *params, tables schema.Config, tenant string, f *filter, buildID, file string) string {
+	frames := "SELECT FrameId FROM " + tables.Qualified(schema.Frames) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f)
+	if buildID != "" {
+		frames += " AND BuildId = " + p.str(buildID)
+	}
+	if file != "" {
+		frames += " AND MappingFile = " + p.str(file)
+	}
+	return "StackId IN (SELECT StackId FROM " + tables.Qualified(schema.Stacks) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f) +
+		" AND hasAny(FrameIds, (SELECT groupUniqArray(FrameId) FROM (" + frames + "))))"
 }
 
 // resourceCond is a matcher's condition on profile_series: its promoted
@@ -399,11 +417,33 @@ func addressLabel(column string) string {
 	return "concat('0x', replaceRegexpOne(lower(hex(" + column + ")), '^0(.)', '\\\\1'))"
 }
 
+// frameLineLabelSQL names a frame at line granularity, as pprof -lines
+// does: "function file:line" (or "file:line" without a function) when the
+// frame has a file and a line, else as frameLabelSQL.
+var frameLineLabelSQL = "if(FileName != '' AND Line > 0, concat(multiIf(FunctionName != '', concat(FunctionName, ' '), " +
+	"SystemName != '', concat(SystemName, ' '), ''), FileName, ':', toString(Line)), " + frameLabelSQL + ")"
+
+// unsymbolizedSQL is true for a frame that names neither a function nor a
+// file (model.Frame.Symbolized): an address in a mapped file.
+const unsymbolizedSQL = "FunctionName = '' AND SystemName = '' AND FileName = ''"
+
 // framesSQL names frames by id, or all frames of the filter's services
 // when ids is nil (a frame may come back more than once: one row per day
-// it was seen).
-func framesSQL(p *params, tables schema.Config, tenant string, f *filter, ids []uint64) string {
-	q := "SELECT FrameId, " + frameLabelSQL + " FROM " + tables.Qualified(schema.Frames) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f)
+// it was seen), at function or line granularity. An unsymbolized frame
+// with a build id comes with what resolves it from the symbol store: its
+// build id, address and, with placement (schema version 3), its
+// mapping's start and file offset; other frames with "" and zeros.
+func framesSQL(p *params, tables schema.Config, tenant string, f *filter, ids []uint64, lines, placement bool) string {
+	label := frameLabelSQL
+	if lines {
+		label = frameLineLabelSQL
+	}
+	mapping := "toUInt64(0), toUInt64(0)"
+	if placement {
+		mapping = "if(n, MappingStart, 0), if(n, MappingOffset, 0)"
+	}
+	q := "SELECT FrameId, " + label + ", if(" + unsymbolizedSQL + " AND BuildId != '' AS n, toString(BuildId), ''), if(n, Address, 0), " + mapping +
+		" FROM " + tables.Qualified(schema.Frames) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f)
 	if ids != nil {
 		q += " AND FrameId IN " + p.u64s(ids)
 	}
@@ -531,4 +571,37 @@ func sampleKeysSQL(p *params, tables schema.Config, tenant, profileType string, 
 	return "SELECT DISTINCT Key FROM " + tables.Qualified(schema.SampleLabels) + " WHERE TenantId = " + p.str(tenant) +
 		" AND ProfileType = " + p.str(profileType) + " AND Hour >= toStartOfHour(toDateTime(" + p.i64(from) + "))" +
 		" AND Hour < toDateTime(" + p.i64(to) + ") AND Key IN (" + strings.Join(list, ", ") + ")"
+}
+
+// stringArray renders strings as an Array(String) parameter value, each
+// quoted with backslash escapes.
+func stringArray(values []string) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, v := range values {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\'')
+		for _, c := range []byte(v) {
+			switch c {
+			case '\\', '\'':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case '\t':
+				b.WriteString(`\t`)
+			case '\n':
+				b.WriteString(`\n`)
+			case '\r':
+				b.WriteString(`\r`)
+			case 0:
+				b.WriteString(`\0`)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		b.WriteByte('\'')
+	}
+	b.WriteByte(']')
+	return b.String()
 }

@@ -204,7 +204,40 @@ func TestGeneratedSQL(t *testing.T) {
 			return stacksSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2})
 		}},
 		{"frames.sql", func(p *params) string {
-			return framesSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2})
+			return framesSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2}, false, true)
+		}},
+		{"frames_lines_v2.sql", func(p *params) string {
+			return framesSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2}, true, false)
+		}},
+		{"flame_executable.sql", func(p *params) string {
+			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}","buildId":"3b2b2455914cf52ffe4dfdd68c0b2171a7aa40c8","mappingFile":"/usr/lib/libc.so.6"}`,
+				from.Add(time.Hour))
+			f := buildFilter(p, tables, "acme", r, nil)
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+		}},
+		{"executables_sums.sql", func(p *params) string {
+			r := parse(`{"queryType":"executables","profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}"}`, from.Add(time.Hour))
+			f := buildFilter(p, tables, "acme", r, nil)
+			return executableSumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+		}},
+		{"executables_frames.sql", func(p *params) string {
+			return exeFramesSQL(p, tables, "acme", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2}, true)
+		}},
+		{"executables_store.sql", func(p *params) string {
+			return executablesSQL(p, tables, "acme", []string{"3b2b2455914cf52ffe4dfdd68c0b2171a7aa40c8", "abc/def"})
+		}},
+		{"symbols_ranges.sql", func(p *params) string {
+			return rangesSQL(p, tables, "acme", []string{"3b2b2455914cf52ffe4dfdd68c0b2171a7aa40c8", "ffee"}, []int64{1764063263123, 1764063264000})
+		}},
+		{"otel_stacks_resolvable.sql", func(p *params) string {
+			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}","granularity":"line"}`, from.Add(time.Hour))
+			l := &otelLayout{table: "`otel`.`otel_profiles`"}
+			return l.stacksSQL(p, r, map[string]*executable{"libc.so.6": {buildID: "3b2b"}, "it's.so": {buildID: "ffee"}})
+		}},
+		{"otel_executables.sql", func(p *params) string {
+			r := parse(`{"queryType":"executables","profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}"}`, from.Add(time.Hour))
+			l := &otelLayout{table: "`otel`.`otel_profiles`"}
+			return l.executablesSQL(p, r) + "\n" + l.exeFramesSQL(p, r, []string{"libc.so.6"})
 		}},
 	}
 	for _, tt := range tests {
@@ -224,16 +257,20 @@ func TestUserTextNeverReachesTheSQL(t *testing.T) {
 	for _, e := range evil {
 		var p params
 		r := &Request{
-			ProfileType: ProfileType{ID: e}, GroupBy: []string{e}, SpanIDs: []string{e}, TraceID: e, Function: e,
+			ProfileType: ProfileType{ID: e}, GroupBy: []string{e}, SpanIDs: []string{e}, TraceID: e, Function: e, BuildID: e, MappingFile: e,
 			traceSpans: &traceScope{table: "`otel`.`otel_traces`", traceID: e},
 		}
 		r.Matchers = mustParse(t, `{service_name=`+quote(e)+`, `+quote(e)+`=`+quote(e)+`, k8s_pod_name!=`+quote(e)+`}`)
 		f := buildFilter(&p, tables, e, r, map[string]bool{e: true})
 		groups, cols, raw := groupExprs(&p, r.GroupBy, map[string]bool{e: true})
-		q := sumsSQL(&p, tables, f, plan(0, 100_000, byService, 1)) + stacksSQL(&p, tables, e, f, nil) + framesSQL(&p, tables, e, f, nil) +
+		q := sumsSQL(&p, tables, f, plan(0, 100_000, byService, 1)) + stacksSQL(&p, tables, e, f, nil) + framesSQL(&p, tables, e, f, nil, true, true) +
 			seriesSQL(&p, tables, e, f, plan(0, 100_000, f.source(len(cols) > 0, raw), 60), 60, groups, cols, raw, false) +
 			seriesSQL(&p, tables, e, f, plan(0, 100_000, bySample, 60), 60, groups, cols, raw, true) +
-			spansSQL(&p, union(&p, tables, f, plan(0, 100_000, bySample, 1), "SpanId, TraceId, ServiceName, Value"), 10)
+			spansSQL(&p, union(&p, tables, f, plan(0, 100_000, bySample, 1), "SpanId, TraceId, ServiceName, Value"), 10) +
+			executableSumsSQL(&p, tables, f, plan(0, 100_000, byService, 1)) + exeFramesSQL(&p, tables, e, f, nil, true) +
+			executablesSQL(&p, tables, e, nil) + rangesSQL(&p, tables, e, nil, nil)
+		otel := &otelLayout{table: "`otel`.`otel_profiles`"}
+		q += otel.stacksSQL(&p, r, map[string]*executable{e: {buildID: e}}) + otel.executablesSQL(&p, r) + otel.exeFramesSQL(&p, r, []string{e})
 		require.NotContains(t, q, e, "user text travels as parameters only")
 		r.Ratio = true
 		f = buildFilter(&p, tables, e, r, nil)

@@ -8,20 +8,39 @@ import "sync"
 // stack from ClickHouse. It is bounded: when full it starts over. Entries
 // are kept per tenant. Safe for concurrent use; lookups take the lock once
 // per query, not per id.
+//
+// The label of an unsymbolized frame is the one it was stored with
+// ("[libc.so.6]"); what a query needs to resolve it from the symbol store
+// (its build id, address and mapping) is cached next to it, and the
+// resolution itself is made again by every query (Resolver), so that a
+// cached label never hides symbols uploaded later.
 type Symbols struct {
-	mu        sync.Mutex
-	stacks    map[string]map[uint64][]uint64
-	labels    map[string]map[uint64]string
+	mu     sync.Mutex
+	stacks map[string]map[uint64][]uint64
+	// labels are keyed by labelKey: tenant and granularity.
+	labels map[labelKey]map[uint64]string
+	// natives are the unsymbolized frames with a build id, per tenant.
+	natives   map[string]map[uint64]nativeFrame
 	frameIDs  int // frame ids held by stacks
 	labelsLen int
 	maxIDs    int
 	maxLabels int
 }
 
+// labelKey names a set of cached labels: a tenant's, at function or line
+// granularity.
+type labelKey struct {
+	tenant string
+	lines  bool
+}
+
 // NewSymbols returns a cache holding up to maxFrameIDs frame ids of stacks
 // (8 bytes each) and maxLabels frame labels.
 func NewSymbols(maxFrameIDs, maxLabels int) *Symbols {
-	return &Symbols{stacks: map[string]map[uint64][]uint64{}, labels: map[string]map[uint64]string{}, maxIDs: maxFrameIDs, maxLabels: maxLabels}
+	return &Symbols{
+		stacks: map[string]map[uint64][]uint64{}, labels: map[labelKey]map[uint64]string{}, natives: map[string]map[uint64]nativeFrame{},
+		maxIDs: maxFrameIDs, maxLabels: maxLabels,
+	}
 }
 
 // stacksOf puts the cached frame ids of stacks into out and returns the
@@ -59,12 +78,14 @@ func (s *Symbols) addStack(tenant string, id uint64, frames []uint64) {
 	}
 }
 
-// labelsOf puts the cached label of every frame of the stacks into labels
-// and returns the frame ids it does not hold, each once.
-func (s *Symbols) labelsOf(tenant string, stacks []stackValue, labels map[uint64]string) (missing []uint64) {
+// labelsOf puts the cached label of every frame of the stacks into labels,
+// and what resolves the unsymbolized ones into natives, and returns the
+// frame ids it does not hold, each once.
+func (s *Symbols) labelsOf(key labelKey, stacks []stackValue, labels map[uint64]string, natives map[uint64]nativeFrame) (missing []uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cached := s.labels[tenant]
+	cached := s.labels[key]
+	cachedNatives := s.natives[key.tenant]
 	absent := map[uint64]bool{}
 	for _, st := range stacks {
 		for _, id := range st.frames {
@@ -73,6 +94,11 @@ func (s *Symbols) labelsOf(tenant string, stacks []stackValue, labels map[uint64
 			}
 			if l, ok := cached[id]; ok {
 				labels[id] = l
+				if len(cachedNatives) > 0 {
+					if n, ok := cachedNatives[id]; ok {
+						natives[id] = n
+					}
+				}
 				continue
 			}
 			absent[id] = true
@@ -82,21 +108,31 @@ func (s *Symbols) labelsOf(tenant string, stacks []stackValue, labels map[uint64
 	return missing
 }
 
-// addLabel caches a frame's label.
-func (s *Symbols) addLabel(tenant string, id uint64, label string) {
+// addLabel caches a frame's label and, for an unsymbolized frame with a
+// build id (n.buildID != ""), what resolves it.
+func (s *Symbols) addLabel(key labelKey, id uint64, label string, n nativeFrame) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.labelsLen >= s.maxLabels {
 		clear(s.labels)
+		clear(s.natives)
 		s.labelsLen = 0
 	}
-	cached := s.labels[tenant]
+	cached := s.labels[key]
 	if cached == nil {
 		cached = map[uint64]string{}
-		s.labels[tenant] = cached
+		s.labels[key] = cached
 	}
 	if _, ok := cached[id]; !ok {
 		s.labelsLen++
 	}
 	cached[id] = label
+	if n.buildID != "" {
+		natives := s.natives[key.tenant]
+		if natives == nil {
+			natives = map[uint64]nativeFrame{}
+			s.natives[key.tenant] = natives
+		}
+		natives[id] = n
+	}
 }

@@ -1,0 +1,421 @@
+package query
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/flamehouse/flamehouse/pkg/query/flame"
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+// The Executables view (queryType executables): the executables — mapped
+// files, by build id — whose code the selection's stacks run, each with
+// its share of the samples, how much of its code has names, and where the
+// names come from. Modelled on Elastic devfiler's Executables tab.
+
+// Symbol sources of the Executables view.
+const (
+	SourceUpload     = "upload"     // symbols uploaded (CLI or HTTP)
+	SourceDebuginfod = "debuginfod" // symbols fetched from a debuginfod server
+	SourceOnHost     = "on host"    // the profiler sent names (no symbols stored)
+	SourceNone       = "none"       // neither: frames are addresses
+)
+
+// LinkExecutableFlameGraph is on the executables frame's executable field.
+const LinkExecutableFlameGraph = "Flame graph of this executable"
+
+// exeKey identifies an executable of the view: its mapped file and build
+// id (either may be empty).
+type exeKey struct{ file, buildID string }
+
+// exeSum is what the view shows of one executable.
+type exeSum struct {
+	key exeKey
+	// value is the total of the stacks through it, each counted once.
+	value int64
+	// frames are its distinct frames, named those the sender named,
+	// resolved those the symbol store names.
+	frames, named, resolved int64
+	// lastSeen is the latest time it was seen (Unix seconds): the time of a
+	// raw sample, the start of a rollup's minute or hour.
+	lastSeen int64
+}
+
+// executableSums are a selection's executables and its total.
+type executableSums struct {
+	total int64
+	exes  []*exeSum
+	// stored are the symbol store's executables of their build ids.
+	stored map[string]*executable
+	// byFile, on the exporter's table (no build ids), is set: its links
+	// filter by mapping file only.
+	byFile bool
+}
+
+// executableSumsSQL sums values per stack with the latest time each was
+// seen.
+func executableSumsSQL(p *params, tables schema.Config, f *filter, segs []segment) string {
+	return "SELECT StackId, sum(Value), toInt64(max(toUnixTimestamp(Timestamp))) FROM (" +
+		union(p, tables, f, segs, "StackId, Value, Timestamp") + ") GROUP BY StackId"
+}
+
+// exeFramesSQL reads the executable of frames by id (all frames of the
+// filter's services when ids is nil) that have a mapping file or build
+// id: whether the sender named them, and what resolves them.
+func exeFramesSQL(p *params, tables schema.Config, tenant string, f *filter, ids []uint64, placement bool) string {
+	mapping := "toUInt64(0), toUInt64(0)"
+	if placement {
+		mapping = "MappingStart, MappingOffset"
+	}
+	q := "SELECT FrameId, toString(MappingFile), toString(BuildId), NOT (" + unsymbolizedSQL + "), Address, " + mapping + " FROM " +
+		tables.Qualified(schema.Frames) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f) + " AND (MappingFile != '' OR BuildId != '')"
+	if ids != nil {
+		q += " AND FrameId IN " + p.u64s(ids)
+	}
+	return q
+}
+
+// exeFrame is a frame of an executable.
+type exeFrame struct {
+	key    exeKey
+	named  bool
+	native nativeFrame
+}
+
+func (l *flamehouseLayout) executables(ctx context.Context, r *Request) (*executableSums, error) {
+	e := l.e
+	keys, err := l.sampleKeys(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	var p params
+	f := buildFilter(&p, e.Tables, e.Tenant, r, keys)
+	segs := plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1)
+	rows, err := e.read(ctx, r, executableSumsSQL(&p, e.Tables, f, segs), p.args)
+	if err != nil {
+		return nil, fmt.Errorf("sum samples per stack: %w", err)
+	}
+	defer closeRows(rows)
+	var ids []uint64
+	var values, seen []int64
+	for rows.Next() {
+		var id uint64
+		var v, t int64
+		if err := rows.Scan(&id, &v, &t); err != nil {
+			return nil, err
+		}
+		ids, values, seen = append(ids, id), append(values, v), append(seen, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	sym := e.symbols()
+	stackFrames, err := e.stackFrames(ctx, f, ids, sym)
+	if err != nil {
+		return nil, err
+	}
+	pr, err := e.probe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	frames := map[uint64]*exeFrame{}
+	var distinct []uint64
+	known := map[uint64]bool{}
+	for _, id := range ids {
+		for _, fr := range stackFrames[id] {
+			if !known[fr] {
+				known[fr] = true
+				distinct = append(distinct, fr)
+			}
+		}
+	}
+	if err := lookup(f, distinct, func(chunk []uint64) error { return e.loadExeFrames(ctx, f, chunk, pr.placement, frames) }); err != nil {
+		return nil, err
+	}
+	out := &executableSums{}
+	sums := map[exeKey]*exeSum{}
+	sumOf := func(k exeKey) *exeSum {
+		s := sums[k]
+		if s == nil {
+			s = &exeSum{key: k}
+			sums[k] = s
+			out.exes = append(out.exes, s)
+		}
+		return s
+	}
+	inStack := map[exeKey]bool{}
+	for i, id := range ids {
+		out.total += values[i]
+		clear(inStack)
+		for _, fr := range stackFrames[id] {
+			if x := frames[fr]; x != nil && !inStack[x.key] {
+				inStack[x.key] = true
+				s := sumOf(x.key)
+				s.value += values[i]
+				s.lastSeen = max(s.lastSeen, seen[i])
+			}
+		}
+	}
+	natives := map[uint64]nativeFrame{}
+	buildIDs := map[string]bool{}
+	for id, x := range frames {
+		if !known[id] {
+			continue // a frame of the services that none of the stacks has
+		}
+		s := sumOf(x.key)
+		s.frames++
+		switch {
+		case x.named:
+			s.named++
+		case x.native.buildID != "":
+			natives[id] = x.native
+		}
+		if x.key.buildID != "" {
+			buildIDs[x.key.buildID] = true
+		}
+	}
+	res, err := e.resolution(ctx, natives)
+	if err != nil {
+		return nil, err
+	}
+	if res != nil {
+		for id, n := range natives {
+			if t, _ := res.lookup(n); t != nil {
+				sums[frames[id].key].resolved++
+			}
+		}
+	}
+	out.stored = map[string]*executable{}
+	if pr.symbols && len(buildIDs) > 0 {
+		list := make([]string, 0, len(buildIDs))
+		for id := range buildIDs {
+			if buildIDPattern.MatchString(id) {
+				list = append(list, id)
+			}
+		}
+		slices.Sort(list)
+		if out.stored, err = e.executables(ctx, list); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// loadExeFrames reads the executables of frames into frames.
+func (e *Engine) loadExeFrames(ctx context.Context, f *filter, ids []uint64, placement bool, frames map[uint64]*exeFrame) error {
+	var p params
+	rows, err := e.Conn.Query(ctx, exeFramesSQL(&p, e.Tables, e.Tenant, f, ids, placement), p.args...)
+	if err != nil {
+		return fmt.Errorf("load frames: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id uint64
+		x := &exeFrame{}
+		if err := rows.Scan(&id, &x.key.file, &x.key.buildID, &x.named, &x.native.address, &x.native.mappingStart, &x.native.mappingOffset); err != nil {
+			return err
+		}
+		if !x.named {
+			x.native.buildID = x.key.buildID
+		}
+		frames[id] = x
+	}
+	return rows.Err()
+}
+
+// otelExecutablesSQL sums the exporter's rows per mapping file (a row
+// counted once per file), with the latest time each was seen and the
+// selection's total.
+func (l *otelLayout) executablesSQL(p *params, r *Request) string {
+	where, value := l.requestWhere(p, r, r.From.Unix())
+	totalWhere, totalValue := l.requestWhere(p, r, r.From.Unix())
+	return "SELECT m, sum(v), toInt64(max(t)), (SELECT sum(" + totalValue + ") FROM " + l.table + " WHERE " + totalWhere + ") FROM (" +
+		"SELECT arrayJoin(arrayDistinct(arrayFilter(x -> x != '', MappingFileNames))) AS m, " + value + " AS v, toUnixTimestamp(Timestamp) AS t FROM " +
+		l.table + " WHERE " + where + ") GROUP BY m"
+}
+
+// otelExeFramesSQL counts the distinct frames (function, file, address)
+// of each mapping file and those the sender named, and lists the
+// addresses of the unnamed frames of resolvable files.
+func (l *otelLayout) exeFramesSQL(p *params, r *Request, resolvable []string) string {
+	where, _ := l.requestWhere(p, r, r.From.Unix())
+	unnamed := "f = '' AND fl = ''"
+	addresses := "CAST([] AS Array(UInt64))"
+	if len(resolvable) > 0 {
+		addresses = "groupUniqArrayIf(a, " + unnamed + " AND has(" + p.add("Array(String)", stringArray(resolvable)) + ", basename(m)))"
+	}
+	return "SELECT m, toInt64(uniqExact((f, fl, a))), toInt64(uniqExactIf((f, fl, a), NOT (" + unnamed + "))), " + addresses + " FROM " + l.table +
+		" ARRAY JOIN FunctionNames AS f, FileNames AS fl, MappingFileNames AS m, Addresses AS a WHERE " + where + " AND m != '' GROUP BY m"
+}
+
+func (l *otelLayout) executables(ctx context.Context, r *Request) (*executableSums, error) {
+	files, err := l.resolvableFiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &executableSums{byFile: true, stored: map[string]*executable{}}
+	sums := map[string]*exeSum{}
+	var p params
+	rows, err := l.e.read(ctx, r, l.executablesSQL(&p, r), p.args)
+	if err != nil {
+		return nil, fmt.Errorf("sum samples per mapping file: %w", err)
+	}
+	defer closeRows(rows)
+	for rows.Next() {
+		s := &exeSum{}
+		if err := rows.Scan(&s.key.file, &s.value, &s.lastSeen, &out.total); err != nil {
+			return nil, err
+		}
+		if x := files[path.Base(s.key.file)]; x != nil {
+			s.key.buildID = x.buildID
+			out.stored[x.buildID] = x
+		}
+		sums[s.key.file] = s
+		out.exes = append(out.exes, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var q params
+	frows, err := l.e.read(ctx, r, l.exeFramesSQL(&q, r, names), q.args)
+	if err != nil {
+		return nil, fmt.Errorf("count frames per mapping file: %w", err)
+	}
+	defer closeRows(frows)
+	natives := map[uint64]nativeFrame{}
+	var owners []*exeSum
+	for frows.Next() {
+		var file string
+		var frames, named int64
+		var addresses []uint64
+		if err := frows.Scan(&file, &frames, &named, &addresses); err != nil {
+			return nil, err
+		}
+		s := sums[file]
+		if s == nil {
+			continue
+		}
+		s.frames, s.named = frames, named
+		if x := files[path.Base(file)]; x != nil {
+			for _, a := range addresses {
+				natives[uint64(len(owners))] = nativeFrame{buildID: x.buildID, address: a}
+				owners = append(owners, s)
+			}
+		}
+	}
+	if err := frows.Err(); err != nil {
+		return nil, err
+	}
+	if len(natives) > 0 {
+		tables, err := l.e.tablesFor(ctx, out.stored)
+		if err != nil {
+			return nil, err
+		}
+		res := &resolution{exes: out.stored, tables: tables}
+		for i, n := range natives {
+			if t, _ := res.lookup(n); t != nil {
+				owners[i].resolved++
+			}
+		}
+	}
+	return out, nil
+}
+
+// executablesView answers an executables query: a table of the
+// selection's executables, the largest share of samples first.
+func (e *Engine) executablesView(ctx context.Context, l layout, r *Request) (*data.Frame, error) {
+	sums, err := l.executables(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(sums.exes, func(a, b *exeSum) int {
+		if c := cmp.Compare(b.value, a.value); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.key.file, b.key.file); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key.buildID, b.key.buildID)
+	})
+	if len(sums.exes) > r.Limit {
+		sums.exes = sums.exes[:r.Limit]
+	}
+	return executablesFrame(r, sums, e.linkTarget(r)), nil
+}
+
+// source is where an executable's names come from: the symbol store's
+// row, else the sender when it named some of its frames.
+func (s *executableSums) source(x *exeSum) string {
+	if st := s.stored[x.key.buildID]; st != nil && x.key.buildID != "" {
+		if st.source == SourceDebuginfod {
+			return SourceDebuginfod
+		}
+		return SourceUpload
+	}
+	if x.named > 0 {
+		return SourceOnHost
+	}
+	return SourceNone
+}
+
+// executablesFrame renders the view. Each executable links to the flame
+// graph of the stacks through it: the query's selection with the row's
+// mapping file and build id (Grafana fills them in from the row).
+func executablesFrame(r *Request, sums *executableSums, target linkTarget) *data.Frame {
+	n := len(sums.exes)
+	names, files, buildIDs, sources := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	shares, symbolized := make([]float64, n), make([]float64, n)
+	values, frames := make([]int64, n), make([]int64, n)
+	seen := make([]time.Time, n)
+	for i, x := range sums.exes {
+		names[i], files[i], buildIDs[i] = path.Base(x.key.file), x.key.file, x.key.buildID
+		if x.key.file == "" {
+			names[i] = x.key.buildID
+		}
+		values[i], frames[i] = x.value, x.frames
+		if sums.total > 0 {
+			shares[i] = float64(x.value) / float64(sums.total)
+		}
+		if x.frames > 0 {
+			symbolized[i] = float64(x.named+x.resolved) / float64(x.frames)
+		}
+		sources[i] = sums.source(x)
+		seen[i] = time.Unix(x.lastSeen, 0).UTC()
+	}
+	query := profileQuery(r.ProfileType.ID, r.Matchers, r.SpanIDs, r.TraceID)
+	query["mappingFile"] = "${__data.fields.mappingFile}"
+	if !sums.byFile {
+		query["buildId"] = "${__data.fields.buildId}"
+	}
+	named := func(f *data.Field, title string) *data.Field {
+		if f.Config == nil {
+			f.Config = &data.FieldConfig{}
+		}
+		f.Config.DisplayNameFromDS = title
+		return f
+	}
+	frame := data.NewFrame("executables",
+		named(data.NewField("executable", nil, names).SetConfig(&data.FieldConfig{Links: target.links(LinkExecutableFlameGraph, query, true)}), "Executable"),
+		named(data.NewField("buildId", nil, buildIDs), "Build ID"),
+		named(data.NewField("samples", nil, shares).SetConfig(&data.FieldConfig{Unit: "percentunit"}), "Samples"),
+		named(data.NewField("value", nil, values).SetConfig(&data.FieldConfig{Unit: flame.Unit(r.ProfileType.SampleUnit)}), "Value"),
+		named(data.NewField("symbolized", nil, symbolized).SetConfig(&data.FieldConfig{Unit: "percentunit"}), "Symbolized"),
+		named(data.NewField("frames", nil, frames), "Frames"),
+		named(data.NewField("source", nil, sources), "Symbol source"),
+		named(data.NewField("lastSeen", nil, seen), "Last seen"),
+		named(data.NewField("mappingFile", nil, files), "Mapping file"),
+	)
+	return frame.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeTable, Custom: map[string]any{"flamehouse": "executables"}})
+}

@@ -1,0 +1,542 @@
+package query
+
+import (
+	"container/list"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+// Symbol resolution at query time. A native frame that arrives without a
+// name (the eBPF profiler's C, C++ and Rust frames: a mapping, a build id
+// and an address) is stored as it came, labelled "[libfoo.so]"; once the
+// symbols of its build id are in the symbol store (profile_symbols and
+// profile_executables, schema version 3), every query names it: its
+// address is turned into the executable's virtual address (the address
+// rule, elfVA) and looked up in the executable's ranges, each of which
+// carries its whole inline stack. Frames ingested before the upload are
+// named as well: nothing is resolved at ingest.
+//
+// The ranges are read from ClickHouse once per build id and upload, into a
+// sorted table in memory (binary search), and kept in a bounded LRU. Every
+// query that has unsymbolized frames asks profile_executables for the
+// build ids in play (one small read by primary key): a new upload has a new
+// UpdatedAt, so its ranges replace the cached ones at once, and a build id
+// without symbols costs nothing more. See docs/symbols.md for the figures
+// that chose this over an ASOF JOIN in ClickHouse.
+
+// nativeFrame is what an unsymbolized frame needs to be resolved: its
+// build id, address and the placement of its mapping (0 when unknown).
+type nativeFrame struct {
+	buildID       string
+	address       uint64
+	mappingStart  uint64
+	mappingOffset uint64
+}
+
+// elfSegment is a PT_LOAD segment of an executable: its file offset, virtual
+// address and size in the file.
+type elfSegment struct {
+	off, vaddr, filesz uint64
+}
+
+// elfVA applies the address rule (docs/symbols.md, "Address rules"): the
+// frame's file offset f = address − mappingStart + mappingOffset is mapped
+// to a virtual address through the PT_LOAD segment that holds it. The eBPF
+// profiler's mappings are already in virtual-address space, for which the
+// rule gives the address itself; with neither start nor offset known the
+// address is taken as a virtual address. ok is false when no segment holds
+// the offset.
+func elfVA(address, mappingStart, mappingOffset uint64, segs []elfSegment) (va uint64, ok bool) {
+	if mappingStart == 0 && mappingOffset == 0 {
+		return address, true
+	}
+	if address < mappingStart {
+		return 0, false
+	}
+	f := address - mappingStart + mappingOffset
+	for _, s := range segs {
+		if f >= s.off && f-s.off < s.filesz {
+			return f - s.off + s.vaddr, true
+		}
+	}
+	return 0, false
+}
+
+// executable is a stored executable's row: where its symbols came from and
+// the segments the address rule needs.
+type executable struct {
+	buildID, file, source string
+	// updated is UpdatedAt in milliseconds: the Version of its ranges.
+	updated int64
+	segs    []elfSegment
+}
+
+// rangeTable is one executable's ranges, sorted by start: range i covers
+// [starts[i], ends[i]) and its inline stack is levels first[i] to
+// first[i+1]-1 of funcs, files and lines, innermost first.
+type rangeTable struct {
+	starts, ends []uint64
+	first        []uint32
+	funcs        []string
+	files        []string
+	lines        []uint32
+	size         int64
+}
+
+// find returns the range holding va, or -1.
+func (t *rangeTable) find(va uint64) int {
+	i := sort.Search(len(t.starts), func(i int) bool { return t.starts[i] > va }) - 1
+	if i < 0 || va >= t.ends[i] {
+		return -1
+	}
+	return i
+}
+
+// label is the name of one inline level: the function, at line
+// granularity "function file:line" when the file and line are known.
+func (t *rangeTable) label(level uint32, lines bool) string {
+	fn := t.funcs[level]
+	if !lines || t.files[level] == "" || t.lines[level] == 0 {
+		return fn
+	}
+	return lineLabel(fn, t.files[level], t.lines[level])
+}
+
+// lineLabel is a node's label at line granularity, as pprof -lines names
+// it: "function file:line", or "file:line" without a function.
+func lineLabel(fn, file string, line uint32) string {
+	l := file + ":" + strconv.FormatUint(uint64(line), 10)
+	if fn == "" {
+		return l
+	}
+	return fn + " " + l
+}
+
+// Resolver holds the symbol store's range tables of one datasource across
+// queries. Safe for concurrent use.
+type Resolver struct {
+	// MaxBytes bounds the memory of the tables held (0: DefaultResolverBytes).
+	// A table larger than that is used by the query that loaded it only.
+	MaxBytes int64
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+
+	mu     sync.Mutex
+	tables map[tableKey]*list.Element
+	lru    list.List // of *cachedTable, most recent first
+	bytes  int64
+	loads  int
+	probes map[string]probe
+}
+
+// DefaultResolverBytes bounds a datasource's range tables.
+const DefaultResolverBytes = 256 << 20
+
+// probeAgain is how long a schema without the symbol tables is believed
+// before it is looked at again (a migration may add them).
+const probeAgain = 30 * time.Second
+
+type tableKey struct{ tenant, buildID string }
+
+type cachedTable struct {
+	key     tableKey
+	version int64
+	table   *rangeTable
+}
+
+// probe is what a database has of schema version 3.
+type probe struct {
+	// symbols: profile_symbols and profile_executables exist; placement:
+	// profile_frames has MappingStart and MappingOffset.
+	symbols, placement bool
+	at                 time.Time
+}
+
+// NewResolver returns a resolver holding up to maxBytes of range tables
+// (0: DefaultResolverBytes).
+func NewResolver(maxBytes int64) *Resolver {
+	return &Resolver{MaxBytes: maxBytes}
+}
+
+func (r *Resolver) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Resolver) maxBytes() int64 {
+	if r.MaxBytes > 0 {
+		return r.MaxBytes
+	}
+	return DefaultResolverBytes
+}
+
+// Loads is the number of range tables read from ClickHouse so far.
+func (r *Resolver) Loads() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.loads
+}
+
+// get returns the cached table of a build id at a version.
+func (r *Resolver) get(key tableKey, version int64) *rangeTable {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	el, ok := r.tables[key]
+	if !ok {
+		return nil
+	}
+	c := el.Value.(*cachedTable) //nolint:forcetypeassert // the list holds only these
+	if c.version != version {
+		return nil
+	}
+	r.lru.MoveToFront(el)
+	return c.table
+}
+
+// put caches a table, replacing an older version of it and evicting the
+// least recently used tables beyond the bound.
+func (r *Resolver) put(key tableKey, version int64, t *rangeTable) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.loads++
+	if r.tables == nil {
+		r.tables = map[tableKey]*list.Element{}
+	}
+	if el, ok := r.tables[key]; ok {
+		r.bytes -= el.Value.(*cachedTable).table.size //nolint:forcetypeassert // the list holds only these
+		r.lru.Remove(el)
+		delete(r.tables, key)
+	}
+	if t.size > r.maxBytes() {
+		return
+	}
+	r.tables[key] = r.lru.PushFront(&cachedTable{key: key, version: version, table: t})
+	r.bytes += t.size
+	for r.bytes > r.maxBytes() {
+		el := r.lru.Back()
+		c := el.Value.(*cachedTable) //nolint:forcetypeassert // the list holds only these
+		r.lru.Remove(el)
+		delete(r.tables, c.key)
+		r.bytes -= c.table.size
+	}
+}
+
+// probe says whether the engine's database has the symbol tables and the
+// frames' mapping placement (schema version 3). A database that has them
+// is not asked again; one without is asked again after probeAgain.
+func (e *Engine) probe(ctx context.Context) (probe, error) {
+	res := e.resolver()
+	key := e.Tables.Qualified(schema.Frames)
+	res.mu.Lock()
+	pr, ok := res.probes[key]
+	res.mu.Unlock()
+	if ok && (pr.symbols && pr.placement || res.now().Sub(pr.at) < probeAgain) {
+		return pr, nil
+	}
+	var p params
+	db := p.str(e.Tables.Database)
+	q := "SELECT (SELECT count() FROM system.tables WHERE database = " + db + " AND name IN (" +
+		p.str(e.Tables.Name(schema.Symbols)) + ", " + p.str(e.Tables.Name(schema.Executables)) + ")), " +
+		"(SELECT count() FROM system.columns WHERE database = " + db + " AND table = " + p.str(e.Tables.Name(schema.Frames)) +
+		" AND name IN ('MappingStart', 'MappingOffset'))"
+	var tables, columns uint64
+	if err := e.Conn.QueryRow(ctx, q, p.args...).Scan(&tables, &columns); err != nil {
+		return probe{}, fmt.Errorf("look for the symbol tables: %w", err)
+	}
+	pr = probe{symbols: tables == 2, placement: columns == 2, at: res.now()}
+	res.mu.Lock()
+	if res.probes == nil {
+		res.probes = map[string]probe{}
+	}
+	res.probes[key] = pr
+	res.mu.Unlock()
+	return pr, nil
+}
+
+// resolver is the engine's resolver, or a fresh one for this query.
+func (e *Engine) resolver() *Resolver {
+	if e.Resolver == nil {
+		e.Resolver = NewResolver(0)
+	}
+	return e.Resolver
+}
+
+// lookupIDs are the build ids that may be looked up: those a parameter
+// list can carry unquoted (buildIDPattern: hex, Go build ids). Other
+// frames keep their labels.
+func lookupIDs(natives map[uint64]nativeFrame) []string {
+	seen := map[string]bool{}
+	var ids []string
+	for _, n := range natives {
+		if !seen[n.buildID] {
+			seen[n.buildID] = true
+			if buildIDPattern.MatchString(n.buildID) {
+				ids = append(ids, n.buildID)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// idArray renders build ids (matching buildIDPattern, so that they need no
+// quoting) as an Array(String) parameter value.
+func idArray(ids []string) string { return "['" + strings.Join(ids, "','") + "']" }
+
+// executablesSQL reads the stored executables of some build ids (all of
+// the tenant's when ids is nil): the latest row of each.
+func executablesSQL(p *params, tables schema.Config, tenant string, ids []string) string {
+	q := "SELECT BuildId, argMax(FileName, UpdatedAt), argMax(Source, UpdatedAt), toInt64(toUnixTimestamp64Milli(max(UpdatedAt))), " +
+		"argMax(SegmentOffsets, UpdatedAt), argMax(SegmentVaddrs, UpdatedAt), argMax(SegmentSizes, UpdatedAt) FROM " +
+		tables.Qualified(schema.Executables) + " WHERE TenantId = " + p.str(tenant)
+	if ids != nil {
+		q += " AND BuildId IN " + p.add("Array(String)", idArray(ids))
+	}
+	return q + " GROUP BY BuildId"
+}
+
+// executables reads the stored executables of build ids (nil: all of the
+// tenant's), by build id.
+func (e *Engine) executables(ctx context.Context, ids []string) (map[string]*executable, error) {
+	out := map[string]*executable{}
+	if ids != nil && len(ids) == 0 {
+		return out, nil
+	}
+	for chunk := range slices.Chunk(ids, idsPerLookup/10) {
+		if err := e.readExecutables(ctx, chunk, out); err != nil {
+			return nil, err
+		}
+	}
+	if ids == nil {
+		return out, e.readExecutables(ctx, nil, out)
+	}
+	return out, nil
+}
+
+func (e *Engine) readExecutables(ctx context.Context, ids []string, out map[string]*executable) error {
+	var p params
+	rows, err := e.Conn.Query(ctx, executablesSQL(&p, e.Tables, e.Tenant, ids), p.args...)
+	if err != nil {
+		return fmt.Errorf("look up executables: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		x := &executable{}
+		var offs, vaddrs, sizes []uint64
+		if err := rows.Scan(&x.buildID, &x.file, &x.source, &x.updated, &offs, &vaddrs, &sizes); err != nil {
+			return err
+		}
+		for i := range min(len(offs), len(vaddrs), len(sizes)) {
+			x.segs = append(x.segs, elfSegment{off: offs[i], vaddr: vaddrs[i], filesz: sizes[i]})
+		}
+		out[x.buildID] = x
+	}
+	return rows.Err()
+}
+
+// rangesSQL reads the ranges of some build ids, each at its version (the
+// UpdatedAt of its executable row, so that an older upload's rows are
+// never mixed in), sorted. Inline stacks travel packed: functions and
+// files joined by NUL, lines as 4 little-endian bytes each (scanning Array
+// columns through clickhouse-go costs a reflective append per element).
+func rangesSQL(p *params, tables schema.Config, tenant string, ids []string, versions []int64) string {
+	vs := make([]uint64, len(versions))
+	for i, v := range versions {
+		vs[i] = uint64(max(v, 0))
+	}
+	list := p.add("Array(String)", idArray(ids))
+	return "SELECT BuildId, Start, End, arrayStringConcat(Functions, char(0)), arrayStringConcat(Files, char(0)), " +
+		"arrayStringConcat(arrayMap(x -> rightPad(reinterpretAsString(x), 4, char(0)), Lines)) FROM " + tables.Qualified(schema.Symbols) +
+		" WHERE TenantId = " + p.str(tenant) + " AND BuildId IN " + list + " AND Version = " + p.u64s(vs) + "[indexOf(" + list + ", BuildId)]" +
+		" ORDER BY BuildId, Start"
+}
+
+// loadTables reads the range tables of executables.
+func (e *Engine) loadTables(ctx context.Context, exes []*executable) (map[string]*rangeTable, error) {
+	out := map[string]*rangeTable{}
+	for chunk := range slices.Chunk(exes, 100) {
+		ids, versions := make([]string, len(chunk)), make([]int64, len(chunk))
+		for i, x := range chunk {
+			ids[i], versions[i] = x.buildID, x.updated
+			out[x.buildID] = &rangeTable{}
+		}
+		var p params
+		rows, err := e.Conn.Query(ctx, rangesSQL(&p, e.Tables, e.Tenant, ids, versions), p.args...)
+		if err != nil {
+			return nil, fmt.Errorf("load symbols: %w", err)
+		}
+		strs := map[string]string{}
+		intern := func(s string) string {
+			if v, ok := strs[s]; ok {
+				return v
+			}
+			strs[s] = s
+			return s
+		}
+		var id, funcs, files, lines string
+		var start, end uint64
+		for rows.Next() {
+			if err := rows.Scan(&id, &start, &end, &funcs, &files, &lines); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			t := out[id]
+			if t == nil || end <= start || (len(t.starts) > 0 && start < t.ends[len(t.ends)-1]) {
+				continue // a duplicate row before a merge, or an overlap: the first range wins
+			}
+			t.starts, t.ends = append(t.starts, start), append(t.ends, end)
+			t.first = append(t.first, uint32(len(t.funcs))) //nolint:gosec // G115: levels stay far below 2^32
+			fs, fl := strings.Split(funcs, "\x00"), strings.Split(files, "\x00")
+			for i, f := range fs {
+				file, line := "", uint32(0)
+				if i < len(fl) {
+					file = fl[i]
+				}
+				if 4*i+4 <= len(lines) {
+					line = binary.LittleEndian.Uint32([]byte(lines[4*i : 4*i+4]))
+				}
+				t.funcs, t.files, t.lines = append(t.funcs, intern(f)), append(t.files, intern(file)), append(t.lines, line)
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+		var strBytes int64
+		for s := range strs {
+			strBytes += int64(len(s)) + 16
+		}
+		for _, x := range chunk {
+			t := out[x.buildID]
+			t.first = append(t.first, uint32(len(t.funcs))) //nolint:gosec // G115: as above
+			t.size = int64(len(t.starts))*20 + int64(len(t.funcs))*36 + strBytes/int64(len(chunk)) + 256
+		}
+	}
+	return out, nil
+}
+
+// tablesFor returns the range tables of executables: cached ones at their
+// version, the others read from ClickHouse (and cached).
+func (e *Engine) tablesFor(ctx context.Context, exes map[string]*executable) (map[string]*rangeTable, error) {
+	res := e.resolver()
+	out := make(map[string]*rangeTable, len(exes))
+	var missing []*executable
+	for id, x := range exes {
+		if t := res.get(tableKey{e.Tenant, id}, x.updated); t != nil {
+			out[id] = t
+		} else {
+			missing = append(missing, x)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	slices.SortFunc(missing, func(a, b *executable) int { return strings.Compare(a.buildID, b.buildID) })
+	loaded, err := e.loadTables(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range missing {
+		t := loaded[x.buildID]
+		res.put(tableKey{e.Tenant, x.buildID}, x.updated, t)
+		out[x.buildID] = t
+	}
+	return out, nil
+}
+
+// resolution is what the symbol store says about a query's unsymbolized
+// frames: the executables of their build ids and their range tables.
+type resolution struct {
+	exes   map[string]*executable
+	tables map[string]*rangeTable
+}
+
+// resolution reads what the symbol store has for natives' build ids; nil
+// when the database has no symbol tables or nothing to resolve.
+func (e *Engine) resolution(ctx context.Context, natives map[uint64]nativeFrame) (*resolution, error) {
+	if len(natives) == 0 {
+		return nil, nil
+	}
+	pr, err := e.probe(ctx)
+	if err != nil || !pr.symbols {
+		return nil, err
+	}
+	exes, err := e.executables(ctx, lookupIDs(natives))
+	if err != nil || len(exes) == 0 {
+		return nil, err
+	}
+	tables, err := e.tablesFor(ctx, exes)
+	if err != nil {
+		return nil, err
+	}
+	return &resolution{exes: exes, tables: tables}, nil
+}
+
+// lookup finds the range of a frame: its table and index, or nil.
+func (rs *resolution) lookup(n nativeFrame) (*rangeTable, int) {
+	x := rs.exes[n.buildID]
+	if x == nil {
+		return nil, -1
+	}
+	t := rs.tables[n.buildID]
+	va, ok := elfVA(n.address, n.mappingStart, n.mappingOffset, x.segs)
+	if t == nil || !ok {
+		return nil, -1
+	}
+	i := t.find(va)
+	if i < 0 {
+		return nil, -1
+	}
+	return t, i
+}
+
+// name relabels the frames that resolve: one level replaces the frame's
+// label, several become its levels (root first: the outermost function,
+// then the functions inlined into it, the innermost last, as pprof shows
+// a location's inlined lines).
+func (rs *resolution) name(natives map[uint64]nativeFrame, fn *frameNames, lines bool) {
+	if rs == nil {
+		return
+	}
+	for id, n := range natives {
+		t, i := rs.lookup(n)
+		if t == nil {
+			continue
+		}
+		lo, hi := t.first[i], t.first[i+1]
+		if hi-lo == 1 {
+			if l := t.label(lo, lines); l != "" {
+				fn.labels[id] = l
+			}
+			continue
+		}
+		levels := make([]string, 0, hi-lo)
+		for lv := hi; lv > lo; lv-- {
+			if l := t.label(lv-1, lines); l != "" {
+				levels = append(levels, l)
+			}
+		}
+		switch len(levels) {
+		case 0:
+		case 1:
+			fn.labels[id] = levels[0]
+		default:
+			if fn.levels == nil {
+				fn.levels = map[uint64][]string{}
+			}
+			fn.levels[id] = levels
+		}
+	}
+}
