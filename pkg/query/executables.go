@@ -13,6 +13,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/pkg/query/flame"
 	"github.com/flamehouse/flamehouse/pkg/schema"
+	"github.com/flamehouse/flamehouse/pkg/symbols"
 )
 
 // The Executables view (queryType executables): the executables — mapped
@@ -22,10 +23,10 @@ import (
 
 // Symbol sources of the Executables view.
 const (
-	SourceUpload     = "upload"     // symbols uploaded (CLI or HTTP)
-	SourceDebuginfod = "debuginfod" // symbols fetched from a debuginfod server
-	SourceOnHost     = "on host"    // the profiler sent names (no symbols stored)
-	SourceNone       = "none"       // neither: frames are addresses
+	SourceUpload     = symbols.SourceUpload     // symbols uploaded (CLI or HTTP)
+	SourceDebuginfod = symbols.SourceDebuginfod // symbols fetched from a debuginfod server
+	SourceOnHost     = "on host"                // the profiler sent names (no symbols stored)
+	SourceNone       = "none"                   // neither: frames are addresses
 )
 
 // LinkExecutableFlameGraph is on the executables frame's executable field.

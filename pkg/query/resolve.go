@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flamehouse/flamehouse/pkg/schema"
+	"github.com/flamehouse/flamehouse/pkg/symbols"
 )
 
 // Symbol resolution at query time. A native frame that arrives without a
@@ -21,7 +22,7 @@ import (
 // symbols of its build id are in the symbol store (profile_symbols and
 // profile_executables, schema version 3), every query names it: its
 // address is turned into the executable's virtual address (the address
-// rule, elfVA) and looked up in the executable's ranges, each of which
+// rule, symbols.VA, the one the store's ranges are written in) and looked up in the executable's ranges, each of which
 // carries its whole inline stack. Frames ingested before the upload are
 // named as well: nothing is resolved at ingest.
 //
@@ -42,42 +43,15 @@ type nativeFrame struct {
 	mappingOffset uint64
 }
 
-// elfSegment is a PT_LOAD segment of an executable: its file offset, virtual
-// address and size in the file.
-type elfSegment struct {
-	off, vaddr, filesz uint64
-}
-
-// elfVA applies the address rule (docs/symbols.md, "Address rules"): the
-// frame's file offset f = address − mappingStart + mappingOffset is mapped
-// to a virtual address through the PT_LOAD segment that holds it. The eBPF
-// profiler's mappings are already in virtual-address space, for which the
-// rule gives the address itself; with neither start nor offset known the
-// address is taken as a virtual address. ok is false when no segment holds
-// the offset.
-func elfVA(address, mappingStart, mappingOffset uint64, segs []elfSegment) (va uint64, ok bool) {
-	if mappingStart == 0 && mappingOffset == 0 {
-		return address, true
-	}
-	if address < mappingStart {
-		return 0, false
-	}
-	f := address - mappingStart + mappingOffset
-	for _, s := range segs {
-		if f >= s.off && f-s.off < s.filesz {
-			return f - s.off + s.vaddr, true
-		}
-	}
-	return 0, false
-}
-
 // executable is a stored executable's row: where its symbols came from and
 // the segments the address rule needs.
 type executable struct {
 	buildID, file, source string
 	// updated is UpdatedAt in milliseconds: the Version of its ranges.
 	updated int64
-	segs    []elfSegment
+	// segs are its PT_LOAD segments (Memsz and Exec are not stored and
+	// not needed by the address rule).
+	segs []symbols.Segment
 }
 
 // rangeTable is one executable's ranges, sorted by start: range i covers
@@ -338,7 +312,7 @@ func (e *Engine) readExecutables(ctx context.Context, ids []string, out map[stri
 			return err
 		}
 		for i := range min(len(offs), len(vaddrs), len(sizes)) {
-			x.segs = append(x.segs, elfSegment{off: offs[i], vaddr: vaddrs[i], filesz: sizes[i]})
+			x.segs = append(x.segs, symbols.Segment{Offset: offs[i], Vaddr: vaddrs[i], Filesz: sizes[i]})
 		}
 		out[x.buildID] = x
 	}
@@ -491,7 +465,7 @@ func (rs *resolution) lookup(n nativeFrame) (*rangeTable, int) {
 		return nil, -1
 	}
 	t := rs.tables[n.buildID]
-	va, ok := elfVA(n.address, n.mappingStart, n.mappingOffset, x.segs)
+	va, ok := symbols.VA(n.address, n.mappingStart, n.mappingOffset, x.segs)
 	if t == nil || !ok {
 		return nil, -1
 	}
