@@ -118,11 +118,15 @@ func (c *converter) mapping(m *profile.Mapping) int32 {
 	if idx, ok := c.mappings[m.ID]; ok {
 		return idx
 	}
-	start, limit := m.Start, m.Limit
+	// The placement (start, offset) travels to the unsymbolized frames, for
+	// the query to find their addresses in the executable (symbols.VA).
+	start, limit, offset := m.Start, m.Limit, m.Offset
 	if start >= limit {
-		start, limit = 0, 0 // pprof allows empty ranges; OTLP wants start < limit or both zero
+		// pprof allows empty ranges; OTLP wants start < limit or both zero,
+		// and without a start the offset places nothing.
+		start, limit, offset = 0, 0, 0
 	}
-	idx := c.b.Mapping(start, limit, m.Offset, m.File, m.BuildID)
+	idx := c.b.Mapping(start, limit, offset, m.File, m.BuildID)
 	c.mappings[m.ID] = idx
 	return idx
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
+	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 )
 
 var sink [][]byte
@@ -112,6 +113,51 @@ func TestConvertLinksSamplesToTheirSpan(t *testing.T) {
 				require.Equal(t, tc.labels[kv.Key][0], kv.Value, "attribute %s keeps its label's value", kv.Key)
 			}
 			require.Equal(t, tc.wantAttrKeys, keys)
+		})
+	}
+}
+
+// TestConvertKeepsMappingPlacement: a pprof location without lines keeps
+// its runtime address and its mapping's start and file offset, which the
+// query needs to find the address in the executable; a mapping with an
+// empty range places nothing.
+func TestConvertKeepsMappingPlacement(t *testing.T) {
+	for _, tc := range []struct {
+		name                            string
+		start, limit, offset            uint64
+		wantStart, wantOffset, wantAddr uint64
+	}{
+		{"pie executable", 0x55d0c0a01000, 0x55d0c0a42000, 0x1000, 0x55d0c0a01000, 0x1000, 0x55d0c0a01234},
+		{"empty range", 0x55d0c0a01000, 0x55d0c0a01000, 0x1000, 0, 0, 0x55d0c0a01234},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &profile.Mapping{ID: 1, Start: tc.start, Limit: tc.limit, Offset: tc.offset, File: "/usr/bin/demo", BuildID: "b1d0"}
+			loc := &profile.Location{ID: 1, Mapping: m, Address: 0x55d0c0a01234}
+			now := time.Now()
+			p := &profile.Profile{
+				SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}},
+				PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, Period: 10_000_000,
+				TimeNanos: now.UnixNano(), DurationNanos: int64(time.Second),
+				Sample:   []*profile.Sample{{Location: []*profile.Location{loc}, Value: []int64{10_000_000}}},
+				Location: []*profile.Location{loc}, Mapping: []*profile.Mapping{m},
+			}
+			req, err := Convert(p, Options{ResourceAttributes: []string{"service.name", "demo"}})
+			require.NoError(t, err)
+			opts := convert.DefaultOptions("")
+			opts.Now = func() time.Time { return now.Add(time.Second) }
+			res, err := convert.Convert(req, opts)
+			require.NoError(t, err)
+			require.Empty(t, res.Rejected)
+			var frames []*model.Frame
+			for _, sym := range res.Batch.Symbols {
+				frames = append(frames, sym.Frames...)
+			}
+			require.Len(t, frames, 1)
+			f := frames[0]
+			require.Equal(t, "b1d0", f.BuildID)
+			require.Equal(t, tc.wantAddr, f.Address)
+			require.Equal(t, tc.wantStart, f.MappingStart)
+			require.Equal(t, tc.wantOffset, f.MappingOffset)
 		})
 	}
 }

@@ -97,6 +97,9 @@ type goldenFrame struct {
 	Line, Column                                       uint32
 	Inlined                                            bool
 	Address                                            string
+	// MappingStart and MappingOffset are the placement of an unsymbolized frame.
+	MappingStart  string `json:",omitempty"`
+	MappingOffset string `json:",omitempty"`
 }
 
 // attributesOrNil renders attributes as the golden file holds them.
@@ -148,6 +151,9 @@ func toGolden(t *testing.T, b *model.Batch) golden {
 		}
 		if f.Address != 0 {
 			gf.Address = fmt.Sprintf("%#x", f.Address)
+		}
+		if f.MappingStart != 0 || f.MappingOffset != 0 {
+			gf.MappingStart, gf.MappingOffset = fmt.Sprintf("%#x", f.MappingStart), fmt.Sprintf("%#x", f.MappingOffset)
 		}
 		g.Frames = append(g.Frames, gf)
 	}
@@ -493,4 +499,68 @@ func TestConvertDoesNotCountCPUTwice(t *testing.T) {
 		"process_cpu:samples:count:cpu:nanoseconds":   3,
 		"process_cpu:cpu:nanoseconds:cpu:nanoseconds": 30_000_000,
 	}, got)
+}
+
+// TestConvertKeepsMappingPlacement checks that an unsymbolized frame
+// carries its mapping's memory start and file offset (what the query needs
+// to turn the address into the executable's virtual address), that a
+// symbolized frame of the same mapping carries none, and that the
+// placement is not part of the frame's id.
+func TestConvertKeepsMappingPlacement(t *testing.T) {
+	type want struct{ start, offset uint64 }
+	for _, tc := range []struct {
+		name                 string
+		start, limit, offset uint64
+		withMapping          bool
+		withFunction         bool
+		want                 want
+	}{
+		{name: "pie executable, runtime address", start: 0x55d0c0a00000, limit: 0x55d0c0a42000, offset: 0x1000, withMapping: true, want: want{0x55d0c0a00000, 0x1000}},
+		{name: "shared library at offset 0", start: 0x7f0000000000, limit: 0x7f0000200000, withMapping: true, want: want{0x7f0000000000, 0}},
+		{name: "mapping without placement", withMapping: true},
+		{name: "no mapping", withMapping: false},
+		{name: "symbolized frame", start: 0x400000, limit: 0x800000, offset: 0x1000, withMapping: true, withFunction: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ids := map[bool]uint64{}
+			for _, shifted := range []bool{false, true} {
+				b := otlpbuild.New()
+				var m int32
+				if tc.withMapping {
+					start, limit := tc.start, tc.limit
+					if shifted && limit != 0 { // the same binary and address, placed elsewhere
+						start, limit = start+0x10000, limit+0x10000
+					}
+					m = b.Mapping(start, limit, tc.offset, "/usr/lib/libdemo.so", "b1d0")
+				}
+				var lines []otlpbuild.Line
+				if tc.withFunction {
+					lines = append(lines, otlpbuild.Line{Function: b.Function("demo", "", "demo.c", 1), Line: 3})
+				}
+				loc := b.Location(m, 0x7f0000012345, "native", lines...)
+				rp := b.Resource("service.name", "demo")
+				sp := otlpbuild.Scope(rp, "test", "1")
+				sp.Profiles = append(sp.Profiles, &pb.Profile{
+					SampleType: b.ValueType("samples", "count"), TimeUnixNano: t0, DurationNano: 1e9,
+					Samples: []*pb.Sample{{StackIndex: b.Stack(loc), Values: []int64{1}}},
+				})
+				res, err := Convert(b.Request(), testOptions())
+				require.NoError(t, err)
+				require.Empty(t, res.Rejected)
+				sym := res.Batch.Symbols[model.ServiceKey{Tenant: "acme", Service: "demo"}]
+				require.NotNil(t, sym)
+				require.Len(t, sym.Frames, 1)
+				f := sym.Frames[0]
+				ids[shifted] = f.ID
+				if shifted {
+					continue
+				}
+				require.Equal(t, tc.want, want{f.MappingStart, f.MappingOffset})
+				if !tc.withFunction {
+					require.Equal(t, uint64(0x7f0000012345), f.Address)
+				}
+			}
+			require.Equal(t, ids[false], ids[true], "the placement is not part of the frame id")
+		})
+	}
 }

@@ -403,6 +403,10 @@ func (c *converter) resolveLocation(idx int32) error {
 	if len(lines) == 0 {
 		f := base
 		f.Address = loc.Address
+		if loc.MappingIndex != 0 { // the placement the query needs to resolve the address (symbols.VA)
+			m := &c.dict.Mappings[loc.MappingIndex]
+			f.MappingStart, f.MappingOffset = m.MemoryStart, m.FileOffset
+		}
 		f.ComputeID()
 		c.frames = append(c.frames, f)
 		return nil

@@ -82,8 +82,14 @@ type Frame struct {
 	MappingFile string
 	BuildID     string
 	// Address is kept for unsymbolized frames only (no function, file or line).
-	Address   uint64
-	FrameType string
+	Address uint64
+	// MappingStart and MappingOffset are the placement of the frame's
+	// mapping (its memory start and file offset), kept with Address for
+	// unsymbolized frames so that the query can turn the address into the
+	// executable's virtual address (see symbols.VA); 0 otherwise. They are
+	// not part of the frame's id.
+	MappingStart, MappingOffset uint64
+	FrameType                   string
 }
 
 // Symbolized reports whether the frame names a function or a file.

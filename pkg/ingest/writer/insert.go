@@ -136,6 +136,8 @@ func frameRows(frames []serviceFrame, day uint64) *rowSet {
 		{name: "MappingFile", kind: colLC, str: func(i int) string { return f(i).MappingFile }},
 		{name: "BuildId", kind: colLC, str: func(i int) string { return f(i).BuildID }},
 		{name: "Address", kind: colUInt64, num: func(i int) uint64 { return f(i).Address }},
+		{name: "MappingStart", kind: colUInt64, num: func(i int) uint64 { return f(i).MappingStart }},
+		{name: "MappingOffset", kind: colUInt64, num: func(i int) uint64 { return f(i).MappingOffset }},
 		{name: "FrameType", kind: colLC, str: func(i int) string { return f(i).FrameType }},
 		{name: "LastSeen", kind: colDate, num: func(int) uint64 { return day }},
 	}}

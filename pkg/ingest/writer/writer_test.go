@@ -105,12 +105,12 @@ func requireMetadataStored(t *testing.T, conn clickhouse.Conn, tables schema.Con
 	t.Helper()
 	ctx := context.Background()
 	frames := map[uint64]model.Frame{}
-	rows, err := conn.Query(ctx, "SELECT FrameId, FunctionName, SystemName, FileName, Line, Column, Inlined, MappingFile, BuildId, Address, FrameType FROM "+
+	rows, err := conn.Query(ctx, "SELECT FrameId, FunctionName, SystemName, FileName, Line, Column, Inlined, MappingFile, BuildId, Address, MappingStart, MappingOffset, FrameType FROM "+
 		tables.Qualified(schema.Frames))
 	require.NoError(t, err)
 	for rows.Next() {
 		var f model.Frame
-		require.NoError(t, rows.Scan(&f.ID, &f.FunctionName, &f.SystemName, &f.FileName, &f.Line, &f.Column, &f.Inlined, &f.MappingFile, &f.BuildID, &f.Address, &f.FrameType))
+		require.NoError(t, rows.Scan(&f.ID, &f.FunctionName, &f.SystemName, &f.FileName, &f.Line, &f.Column, &f.Inlined, &f.MappingFile, &f.BuildID, &f.Address, &f.MappingStart, &f.MappingOffset, &f.FrameType))
 		frames[f.ID] = f
 	}
 	require.NoError(t, rows.Err())
