@@ -141,7 +141,7 @@ func TestCollectorDistributionMatchesIngest(t *testing.T) {
 }
 
 // requireSameFrames compares two flame graph frames node by node.
-func requireSameFrames(t *testing.T, want, got *data.Frame) {
+func requireSameFrames(t testing.TB, want, got *data.Frame) {
 	t.Helper()
 	require.Equal(t, flameRows(t, want), flameRows(t, got))
 }

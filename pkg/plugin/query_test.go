@@ -164,13 +164,13 @@ type flameRow struct {
 	label              string
 }
 
-func flameRows(t *testing.T, f *data.Frame) []flameRow {
+func flameRows(t testing.TB, f *data.Frame) []flameRow {
 	t.Helper()
 	return flameRowsIn(t, f, "ns")
 }
 
 // flameRowsIn reads a flame graph frame whose values are in unit.
-func flameRowsIn(t *testing.T, f *data.Frame, unit string) []flameRow {
+func flameRowsIn(t testing.TB, f *data.Frame, unit string) []flameRow {
 	t.Helper()
 	require.Equal(t, "response", f.Name)
 	require.Equal(t, data.VisType(data.VisTypeFlameGraph), f.Meta.PreferredVisualization)
