@@ -19,6 +19,7 @@ import (
 	"github.com/grafana/dskit/services"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flamehouse/flamehouse/pkg/ingest/pipeline"
 	"github.com/flamehouse/flamehouse/pkg/ingest/receiver"
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 	"github.com/flamehouse/flamehouse/pkg/schema"
@@ -77,12 +78,25 @@ type Ingester struct {
 func New(cfg Config, tables schema.Config, conn clickhouse.Conn, native writer.NativeInserter, log *slog.Logger, reg *prometheus.Registry,
 	opts ...selftrace.Option,
 ) (*Ingester, error) {
+	return NewWithSink(cfg, tables, conn, native, nil, log, reg, opts...)
+}
+
+// NewWithSink is New with a sink that hears, after each committed batch,
+// the executables of its unsymbolized frames (pipeline.NotifyUnsymbolized;
+// the debuginfod fetcher); nil for none.
+func NewWithSink(cfg Config, tables schema.Config, conn clickhouse.Conn, native writer.NativeInserter, sink pipeline.UnsymbolizedSink,
+	log *slog.Logger, reg *prometheus.Registry, opts ...selftrace.Option,
+) (*Ingester, error) {
 	w, err := writer.New(cfg.Writer, tables, conn, native, log, reg, opts...)
 	if err != nil {
 		return nil, err
 	}
+	var pw pipeline.Writer = w
+	if sink != nil {
+		pw = pipeline.NotifyUnsymbolized(w, sink)
+	}
 	ready := func(ctx context.Context) error { return conn.Ping(ctx) }
-	r, err := receiver.New(cfg.Receiver, w, ready, log, reg, opts...)
+	r, err := receiver.New(cfg.Receiver, pw, ready, log, reg, opts...)
 	if err != nil {
 		_ = w.Close(context.Background())
 		return nil, err
