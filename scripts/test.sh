@@ -61,7 +61,7 @@ fuzz() {
   done
   return 1
 }
-for target in "FuzzInspect ./pkg/chembed" "FuzzConvert ./pkg/ingest/convert" "FuzzDecode ./pkg/ingest/otlpwire" "FuzzUnmarshalJSON ./pkg/ingest/receiver" "FuzzParse ./pkg/query/selector"; do
+for target in "FuzzInspect ./pkg/chembed" "FuzzConvert ./pkg/ingest/convert" "FuzzDecode ./pkg/ingest/otlpwire" "FuzzUnmarshalJSON ./pkg/ingest/receiver" "FuzzParse ./pkg/query/selector" "FuzzExtract ./pkg/symbols"; do
   set -- $target
   fuzz "$1" "$2"
 done

@@ -29,7 +29,9 @@
 // Oracles:
 //
 //	nativebin.Symbolize(t, path, addrs) // llvm-symbolizer --output-style=JSON --inlines --demangle
+//	nativebin.SymbolizeWith(t, stripped, addrs, "--debug-file-directory="+nativebin.DebugDir(t, dbg))
 //	nativebin.GoAddr2line(t, path, addrs) // go tool addr2line, for Go binaries (no inline levels)
+//	nativebin.Cxxfilt(t, names)           // c++filt, for names llvm-symbolizer 14 leaves mangled
 //
 // Symbolize returns, per address, the inline stack innermost first, as
 // llvm-symbolizer prints it (Function "" and Line 0 where it knows
@@ -432,6 +434,14 @@ type llvmSymbol struct {
 // stack innermost first. Addresses are the file's ELF virtual addresses.
 func Symbolize(t testing.TB, path string, addrs []uint64) [][]Frame {
 	t.Helper()
+	return SymbolizeWith(t, path, addrs)
+}
+
+// SymbolizeWith is Symbolize with more llvm-symbolizer flags, e.g.
+// "--debug-file-directory="+DebugDir(t, debugFile) for a stripped file
+// whose debug file llvm-symbolizer should find by build id.
+func SymbolizeWith(t testing.TB, path string, addrs []uint64, flags ...string) [][]Frame {
+	t.Helper()
 	Require(t, "llvm-symbolizer")
 	if len(addrs) == 0 {
 		return nil
@@ -440,8 +450,8 @@ func Symbolize(t testing.TB, path string, addrs []uint64) [][]Frame {
 	for _, a := range addrs {
 		fmt.Fprintf(&in, "0x%x\n", a)
 	}
-	cmd := exec.CommandContext(t.Context(), "llvm-symbolizer", "--output-style=JSON", "--inlines", "--demangle", //nolint:gosec // G204: the test's own file
-		"--functions=linkage", "--obj="+path)
+	args := append([]string{"--output-style=JSON", "--inlines", "--demangle", "--functions=linkage"}, flags...)
+	cmd := exec.CommandContext(t.Context(), "llvm-symbolizer", append(args, "--obj="+path)...) //nolint:gosec // G204: the test's own file
 	cmd.Stdin = strings.NewReader(in.String())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -481,6 +491,51 @@ func Symbolize(t testing.TB, path string, addrs []uint64) [][]Frame {
 		t.Fatalf("nativebin: llvm-symbolizer answered %d addresses of %d", len(res), len(addrs))
 	}
 	return res
+}
+
+// Cxxfilt demangles C++ names with binutils' c++filt, one answer per
+// name (a name it cannot demangle comes back as it is). llvm-symbolizer 14
+// leaves some valid names mangled (expressions in template arguments,
+// such as std::enable_if<...::value>); c++filt is then the oracle.
+func Cxxfilt(t testing.TB, names []string) []string {
+	t.Helper()
+	Require(t, "c++filt")
+	cmd := exec.CommandContext(t.Context(), "c++filt")
+	cmd.Stdin = strings.NewReader(strings.Join(names, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("nativebin: c++filt: %v", err)
+	}
+	res := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(res) != len(names) {
+		t.Fatalf("nativebin: c++filt answered %d names for %d", len(res), len(names))
+	}
+	return res
+}
+
+// DebugDir returns a new directory laid out as a debug-file directory
+// (.build-id/xx/rest.debug, as in /usr/lib/debug) holding copies of the
+// given debug files, for llvm-symbolizer --debug-file-directory.
+func DebugDir(t testing.TB, debugFiles ...Binary) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, b := range debugFiles {
+		if len(b.BuildID) < 3 {
+			t.Fatalf("nativebin: %s has no build id", b.Path)
+		}
+		data, err := os.ReadFile(b.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub := filepath.Join(dir, ".build-id", b.BuildID[:2])
+		if err := os.MkdirAll(sub, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, b.BuildID[2:]+".debug"), data, 0o600); err != nil { //nolint:gosec // G703: a hex build id under the test's TempDir
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // BuildGo builds a Go program from one main package source file (go build
