@@ -270,6 +270,9 @@ func TestNativeFramesAreNamedLikeLLVMSymbolizer(t *testing.T) {
 		flags  []string
 	}{
 		{"c-pie", placed{progC, pieBase, "prog"}, progC.Path, "", progC.Path, nil},
+		// the eBPF profiler's placement: the mapping's start is already a
+		// virtual address of the file (load base 0); the same build id
+		{"c-pie-ebpf", placed{progC, 0, "prog"}, "", "", progC.Path, nil},
 		{"c-nopie", placed{noPIE, 0, "prog-nopie"}, noPIE.Path, "", noPIE.Path, nil},
 		{"cxx-pie", placed{progCXX, pieBase, "prog-cxx"}, progCXX.Path, "", progCXX.Path, nil},
 		{"shared-lib", placed{lib, libBase, "libprobe.so"}, lib.Path, "", lib.Path, nil},
@@ -301,7 +304,9 @@ func TestNativeFramesAreNamedLikeLLVMSymbolizer(t *testing.T) {
 			probes = append(probes, probe{marker: m, file: c.file, va: a, samples: 1 + i%3})
 			checks = append(checks, check{marker: m, want: want[i], file: c.file.name, samples: 1 + i%3})
 		}
-		storeSymbolsWith(t, tables, c.upload, c.segments)
+		if c.upload != "" {
+			storeSymbolsWith(t, tables, c.upload, c.segments)
+		}
 	}
 	f.send(t, probeRequest(t, at, "native-probe", probes))
 
@@ -400,7 +405,7 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 	// The executables view says where names come from.
 	exes := executablesRows(t, requireOK(t, queryAs(t, f.ds, map[string]any{
 		"queryType": "executables", "profileTypeId": cpuType, "labelSelector": `{service_name="deferred"}`,
-	}, from, to))[0])
+	}, from, to))[0], true)
 	byName := map[string]executableRow{}
 	for _, r := range exes {
 		byName[r.executable] = r
@@ -440,8 +445,10 @@ func withoutTimes(r executableRow) executableRow {
 	return r
 }
 
-// executablesRows reads the executables view, checking its columns.
-func executablesRows(t testing.TB, f *data.Frame) []executableRow {
+// executablesRows reads the executables view, checking its columns and
+// its link (on the exporter's table, which has no build ids, by mapping
+// file only).
+func executablesRows(t testing.TB, f *data.Frame, byBuildID bool) []executableRow {
 	t.Helper()
 	require.Equal(t, "executables", f.Name)
 	names := make([]string, len(f.Fields))
@@ -455,7 +462,11 @@ func executablesRows(t testing.TB, f *data.Frame) []executableRow {
 	link, ok := links[0].Internal.Query.(map[string]any)
 	require.True(t, ok)
 	require.Equal(t, "profile", link["queryType"])
-	require.Equal(t, "${__data.fields.buildId}", link["buildId"])
+	if byBuildID {
+		require.Equal(t, "${__data.fields.buildId}", link["buildId"])
+	} else {
+		require.NotContains(t, link, "buildId")
+	}
 	require.Equal(t, "${__data.fields.mappingFile}", link["mappingFile"])
 	out := make([]executableRow, f.Rows())
 	for i := range out {
@@ -480,4 +491,93 @@ func queryAs(t testing.TB, ds *Datasource, q map[string]any, from, to time.Time)
 	})
 	require.NoError(t, err)
 	return resp.Responses["A"]
+}
+
+func TestExporterSchemaFramesAreNamedFromTheSymbolStore(t *testing.T) {
+	nativebin.Require(t, "gcc", "llvm-symbolizer")
+	prog := nativebin.Build(t, nativebin.Spec{Sources: nativebin.ProgramC, Kind: nativebin.PIE})
+	_, tables := migrated(t)
+	createExporterTable(t, tables.Database, "profiles_x")
+	storeSymbols(t, tables, prog.Path)
+	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
+	from, to := at.Add(-time.Minute), at.Add(time.Hour)
+
+	// The eBPF profiler's addresses are already virtual addresses of the
+	// file; the exporter keeps the address and the mapping's file name.
+	addrs := sampleAddrs(probeAddrs(t, prog), 40)
+	want := demangleRest(t, nativebin.Symbolize(t, prog.Path, addrs))
+	rows := make([]exporterRow, 0, len(addrs)+1)
+	for i, a := range addrs {
+		rows = append(rows, exporterRow{
+			at: at, service: "checkout", sampleType: "samples", sampleUnit: "count", periodType: "cpu", periodUnit: "nanoseconds", period: cpuPeriod,
+			hash: uint64(i + 1), functions: []string{"", fmt.Sprintf("probe@0x%x", a)}, mappings: []string{"/opt/app/prog", ""}, files: []string{"", ""}, //nolint:gosec // G115: small
+			addresses: []uint64{a, 0}, stamps: 1,
+		})
+	}
+	// a library without symbols keeps its label
+	rows = append(rows, exporterRow{
+		at: at, service: "checkout", sampleType: "samples", sampleUnit: "count", periodType: "cpu", periodUnit: "nanoseconds", period: cpuPeriod,
+		hash: 99999, functions: []string{"", "probe-lib"}, mappings: []string{"/usr/lib/libnone.so", ""}, files: []string{"", ""},
+		addresses: []uint64{0x1234, 0}, stamps: 2,
+	})
+	insertExporterRows(t, tables.Database, "profiles_x", rows)
+	settings := embeddedSettings(t, tables.Database)
+	settings["profiles"] = map[string]any{"database": tables.Database, "schema": "otel", "otelTable": "profiles_x", "cache": "off"}
+	ds := instance(t, settings, map[string]string{"password": chtest.Get(t).Options.Auth.Password})
+
+	for _, lines := range []bool{false, true} {
+		q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "maxNodes": 100000}
+		if lines {
+			q["granularity"] = "line"
+		}
+		paths, values := chains(t, flameRows(t, requireOK(t, queryAs(t, ds, q, from, to))[0]))
+		require.Len(t, paths, len(addrs)+1)
+		for i, a := range addrs {
+			m := fmt.Sprintf("probe@0x%x", a)
+			require.Equal(t, oracleLabels(want[i], "prog", lines), paths[m], "lines=%v %s", lines, m)
+			require.Equal(t, int64(cpuPeriod), values[m])
+		}
+		require.Equal(t, []string{"[libnone.so]"}, paths["probe-lib"])
+		require.Equal(t, int64(2*cpuPeriod), values["probe-lib"])
+	}
+
+	exes := executablesRows(t, requireOK(t, queryAs(t, ds, map[string]any{"queryType": "executables", "profileTypeId": cpuType}, from, to))[0], false)
+	byFile := map[string]executableRow{}
+	for _, r := range exes {
+		byFile[r.mappingFile] = r
+	}
+	n := float64(len(addrs))
+	require.Equal(t, executableRow{executable: "prog", buildID: prog.BuildID, samples: n / (n + 2), symbolized: 1, frames: int64(len(addrs)), source: "upload", mappingFile: "/opt/app/prog"},
+		withoutTimes(byFile["/opt/app/prog"]))
+	require.Equal(t, executableRow{executable: "libnone.so", samples: 2 / (n + 2), frames: 1, source: "none", mappingFile: "/usr/lib/libnone.so"},
+		withoutTimes(byFile["/usr/lib/libnone.so"]))
+}
+
+func TestGoFramesAreNamedLikeGoToolAddr2line(t *testing.T) {
+	prog := nativebin.BuildGo(t, nativebin.ProgramGo)
+	require.NotEmpty(t, prog.BuildID)
+	f := newFixture(t, nil)
+	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
+	exe := placed{prog, 0, "goprog"}
+	var addrs []uint64
+	for _, fn := range []string{nativebin.GoFuncSpin, nativebin.GoFuncMix, "main.main", "runtime.main", "fmt.Fprintln"} {
+		addrs = append(addrs, prog.Inside(t, fn)...)
+	}
+	probes := make([]probe, len(addrs))
+	for i, a := range addrs {
+		probes[i] = probe{marker: fmt.Sprintf("go@0x%x", a), file: exe, va: a, samples: 1}
+	}
+	f.send(t, probeRequest(t, at, "go-probe", probes))
+	storeSymbols(t, f.ds.settings.schemaConfig(), prog.Path)
+
+	want := nativebin.GoAddr2line(t, prog.Path, addrs)
+	q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="go-probe"}`, "granularity": "line", "maxNodes": 100000}
+	paths, _ := chains(t, flameRows(t, requireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Hour)))[0]))
+	for i, a := range addrs {
+		got := paths[fmt.Sprintf("go@0x%x", a)]
+		require.NotEmpty(t, got)
+		// go tool addr2line names the innermost function at the address (no
+		// outer inline levels): the leaf of the resolved levels
+		require.Equal(t, want[i].Function+" "+want[i].File+":"+strconv.FormatUint(uint64(want[i].Line), 10), got[len(got)-1], "0x%x", a)
+	}
 }
