@@ -57,18 +57,57 @@ type Stored struct {
 	// Version is the rows' Version and the executable's UpdatedAt, in Unix
 	// milliseconds.
 	Version uint64
+	// Merged says how an earlier upload of the same build id was combined
+	// with this one ("" when it was not): see Put.
+	Merged string
 }
 
 // Put writes an executable's ranges for a tenant, in batches, then its
 // profile_executables row: a row there means its symbols are complete.
 // An earlier upload of the same build id stays until merges replace it;
 // readers take the ranges of the Version the executable row names.
+//
+// A stripped executable and its separate debug file share a build id and
+// may arrive in either order; each holds half of what resolution needs:
+// the debug file the symbols, the executable the PT_LOAD segments (a
+// debug file's have no file size, so the address rule finds nothing in
+// them). Put therefore combines the upload with the stored row of the
+// same build id:
+//
+//   - a file with unusable segments (a debug file) takes the stored
+//     segments, file name and size when those segments are usable;
+//   - a file with poorer symbols than the stored ones (by kind: DWARF,
+//     then Go pclntab, then .symtab, then .dynsym) keeps the stored
+//     ranges (copied to the new Version inside ClickHouse) and only
+//     contributes its segments and file name, when its segments are
+//     usable and the stored ones are not; otherwise nothing is written.
 func (s *Store) Put(ctx context.Context, tenant, source, fileName string, exe *Executable) (Stored, error) {
 	if exe == nil || exe.BuildID == "" {
 		return Stored{}, errors.New("store symbols: no executable or no build id")
 	}
 	version := uint64(s.Now().UnixMilli()) //nolint:gosec // G115: after 1970
 	out := Stored{BuildID: exe.BuildID, Version: version}
+	prev, err := s.current(ctx, tenant, exe.BuildID)
+	if err != nil {
+		return out, err
+	}
+	row := executableRow{
+		fileName: fileName, size: exe.Size, source: source,
+		symtab: exe.HasSymtab, dynsym: exe.HasDynsym, dwarf: exe.HasDwarf, pclntab: exe.HasGoPclntab,
+		ranges: uint64(len(exe.Ranges)), segs: exe.Segments,
+	}
+	if prev != nil && !row.usableSegments() && prev.usableSegments() {
+		row.segs, row.fileName, row.size = prev.segs, prev.fileName, prev.size
+		out.Merged = "segments and file name taken from the stored upload of the executable (" + prev.fileName + ")"
+	}
+	if prev != nil && prev.rank() > row.rank() {
+		if row.usableSegments() && !prev.usableSegments() {
+			return s.keepRanges(ctx, tenant, exe.BuildID, version, prev, row)
+		}
+		out.Version = prev.version
+		out.Merged = "nothing written: the stored symbols (" + prev.fileName + ", " + prev.kinds() + ") are richer and its segments usable"
+		return out, nil
+	}
 	batch := max(s.BatchRows, 1)
 	for start := 0; start < len(exe.Ranges); start += batch {
 		rows := exe.Ranges[start:min(start+batch, len(exe.Ranges))]
@@ -77,10 +116,106 @@ func (s *Store) Put(ctx context.Context, tenant, source, fileName string, exe *E
 		}
 		out.Ranges += len(rows)
 	}
-	if err := s.insertExecutable(ctx, tenant, source, fileName, exe, version); err != nil {
+	if err := s.insertExecutable(ctx, tenant, exe.BuildID, row, version); err != nil {
 		return out, fmt.Errorf("store symbols of %s: insert into %s: %w", exe.BuildID, s.tables.Name(schema.Executables), err)
 	}
 	return out, nil
+}
+
+// keepRanges stores an executable's segments and file name with the
+// richer symbols stored earlier: their ranges are copied to the new
+// version inside ClickHouse, then the executable row is written.
+func (s *Store) keepRanges(ctx context.Context, tenant, buildID string, version uint64, prev *executableRow, row executableRow) (Stored, error) {
+	out := Stored{BuildID: buildID, Version: version, Ranges: int(min(prev.ranges, 1<<62)), //nolint:gosec // G115: clamped
+		Merged: "kept the stored symbols (" + prev.fileName + ", " + prev.kinds() + "), with this file's segments"}
+	cctx, cancel := context.WithTimeout(ctx, insertTimeout)
+	defer cancel()
+	copyRanges := "INSERT INTO " + s.tables.Qualified(schema.Symbols) + " (" + symbolColumns + ") " +
+		"SELECT TenantId, BuildId, Start, End, Functions, Files, Lines, toUInt64(?) FROM " + s.tables.Qualified(schema.Symbols) +
+		" WHERE TenantId = ? AND BuildId = ? AND Version = ?"
+	if err := s.conn.Exec(cctx, copyRanges, version, tenant, buildID, prev.version); err != nil {
+		return out, fmt.Errorf("store symbols of %s: copy the stored ranges: %w", buildID, err)
+	}
+	kept := *prev
+	kept.fileName, kept.size, kept.source, kept.segs = row.fileName, row.size, row.source, row.segs
+	if err := s.insertExecutable(ctx, tenant, buildID, kept, version); err != nil {
+		return out, fmt.Errorf("store symbols of %s: insert into %s: %w", buildID, s.tables.Name(schema.Executables), err)
+	}
+	return out, nil
+}
+
+// executableRow is one profile_executables row.
+type executableRow struct {
+	fileName, source               string
+	size                           int64
+	symtab, dynsym, dwarf, pclntab bool
+	ranges                         uint64
+	segs                           []Segment
+	version                        uint64 // UpdatedAt in ms (stored rows)
+}
+
+// rank orders the kinds of symbols: DWARF (inline stacks and lines), Go
+// pclntab (lines), .symtab (every function), .dynsym (exported ones).
+func (r *executableRow) rank() int {
+	switch {
+	case r.dwarf:
+		return 4
+	case r.pclntab:
+		return 3
+	case r.symtab:
+		return 2
+	case r.dynsym:
+		return 1
+	}
+	return 0
+}
+
+func (r *executableRow) kinds() string {
+	e := Executable{HasSymtab: r.symtab, HasDynsym: r.dynsym, HasDwarf: r.dwarf, HasGoPclntab: r.pclntab}
+	return e.Sources()
+}
+
+// usableSegments reports whether the segments can place a mapping's
+// addresses: there are some, and none has a zero file size (a separate
+// debug file's code segments have none, as objcopy --only-keep-debug
+// leaves them).
+func (r *executableRow) usableSegments() bool {
+	if len(r.segs) == 0 {
+		return false
+	}
+	for _, sg := range r.segs {
+		if sg.Filesz == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// current reads the newest stored row of a build id, nil when none.
+func (s *Store) current(ctx context.Context, tenant, buildID string) (*executableRow, error) {
+	q := "SELECT FileName, Size, Source, HasSymtab, HasDynsym, HasDwarf, HasGoPclntab, Ranges, SegmentOffsets, SegmentVaddrs, SegmentSizes, " +
+		"toUInt64(toUnixTimestamp64Milli(UpdatedAt)) FROM " + s.tables.Qualified(schema.Executables) +
+		" WHERE TenantId = ? AND BuildId = ? ORDER BY UpdatedAt DESC LIMIT 1"
+	rows, err := s.conn.Query(ctx, q, tenant, buildID)
+	if err != nil {
+		return nil, fmt.Errorf("read the stored symbols of %s: %w", buildID, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	var r executableRow
+	var size uint64
+	var offs, vaddrs, sizes []uint64
+	if err := rows.Scan(&r.fileName, &size, &r.source, &r.symtab, &r.dynsym, &r.dwarf, &r.pclntab, &r.ranges,
+		&offs, &vaddrs, &sizes, &r.version); err != nil {
+		return nil, fmt.Errorf("read the stored symbols of %s: %w", buildID, err)
+	}
+	r.size = int64(min(size, 1<<62)) //nolint:gosec // G115: clamped
+	for i := range min(len(offs), len(vaddrs), len(sizes)) {
+		r.segs = append(r.segs, Segment{Offset: offs[i], Vaddr: vaddrs[i], Filesz: sizes[i]})
+	}
+	return &r, rows.Err()
 }
 
 // Has reports whether symbols of a build id are stored for a tenant.
@@ -122,20 +257,20 @@ func (s *Store) insertRanges(ctx context.Context, tenant, buildID string, versio
 	return b.Send()
 }
 
-func (s *Store) insertExecutable(ctx context.Context, tenant, source, fileName string, exe *Executable, version uint64) error {
+func (s *Store) insertExecutable(ctx context.Context, tenant, buildID string, row executableRow, version uint64) error {
 	ctx, cancel := context.WithTimeout(ctx, insertTimeout)
 	defer cancel()
 	insert := "INSERT INTO " + s.tables.Qualified(schema.Executables) + " (" + executableColumns + ")"
-	offs, vaddrs, sizes := segmentColumns(exe.Segments)
 	if s.native != nil {
-		return s.native.Insert(ctx, insert, nil, encodeExecutable(tenant, source, fileName, exe, version))
+		return s.native.Insert(ctx, insert, nil, encodeExecutable(tenant, buildID, row, version))
 	}
+	offs, vaddrs, sizes := segmentColumns(row.segs)
 	b, err := s.conn.PrepareBatch(ctx, insert)
 	if err != nil {
 		return err
 	}
-	err = b.Append(tenant, exe.BuildID, fileName, uint64(max(exe.Size, 0)), source, //nolint:gosec // G115: clamped
-		exe.HasSymtab, exe.HasDynsym, exe.HasDwarf, exe.HasGoPclntab, uint64(len(exe.Ranges)),
+	err = b.Append(tenant, buildID, row.fileName, uint64(max(row.size, 0)), row.source, //nolint:gosec // G115: clamped
+		row.symtab, row.dynsym, row.dwarf, row.pclntab, row.ranges,
 		offs, vaddrs, sizes, time.UnixMilli(int64(version))) //nolint:gosec // G115: a time in ms
 	if err != nil {
 		_ = b.Abort()
@@ -251,21 +386,21 @@ func encodeRanges(tenant, buildID string, version uint64, rows []Range) []byte {
 	return b.buf
 }
 
-func encodeExecutable(tenant, source, fileName string, exe *Executable, version uint64) []byte {
+func encodeExecutable(tenant, buildID string, row executableRow, version uint64) []byte {
 	b := &block{}
 	b.start(14, 1)
 	b.lowCardinality("TenantId", tenant, 1)
 	b.header("BuildId", "String")
-	b.str(exe.BuildID)
+	b.str(buildID)
 	b.header("FileName", "String")
-	b.str(fileName)
+	b.str(row.fileName)
 	b.header("Size", "UInt64")
-	b.u64(uint64(max(exe.Size, 0))) //nolint:gosec // G115: clamped
-	b.lowCardinality("Source", source, 1)
+	b.u64(uint64(max(row.size, 0))) //nolint:gosec // G115: clamped
+	b.lowCardinality("Source", row.source, 1)
 	for _, flag := range []struct {
 		name string
 		v    bool
-	}{{"HasSymtab", exe.HasSymtab}, {"HasDynsym", exe.HasDynsym}, {"HasDwarf", exe.HasDwarf}, {"HasGoPclntab", exe.HasGoPclntab}} {
+	}{{"HasSymtab", row.symtab}, {"HasDynsym", row.dynsym}, {"HasDwarf", row.dwarf}, {"HasGoPclntab", row.pclntab}} {
 		b.header(flag.name, "Bool")
 		if flag.v {
 			b.buf = append(b.buf, 1)
@@ -274,8 +409,8 @@ func encodeExecutable(tenant, source, fileName string, exe *Executable, version 
 		}
 	}
 	b.header("Ranges", "UInt64")
-	b.u64(uint64(len(exe.Ranges)))
-	offs, vaddrs, sizes := segmentColumns(exe.Segments)
+	b.u64(row.ranges)
+	offs, vaddrs, sizes := segmentColumns(row.segs)
 	for _, col := range []struct {
 		name string
 		v    []uint64
