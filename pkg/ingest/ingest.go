@@ -24,6 +24,7 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/selftrace"
+	"github.com/flamehouse/flamehouse/pkg/symbols"
 )
 
 // Config configures the ingest service.
@@ -144,3 +145,9 @@ func (in *Ingester) GRPCAddress() string { return in.receiver.GRPCAddress() }
 
 // HTTPAddress is the bound OTLP/HTTP address.
 func (in *Ingester) HTTPAddress() string { return in.receiver.HTTPAddress() }
+
+// HandleSymbols serves the symbols upload endpoint on the HTTP listener
+// (receiver.Receiver.HandleSymbols); call it before starting the service.
+func (in *Ingester) HandleSymbols(store *symbols.Store, opts receiver.SymbolsOptions) {
+	in.receiver.HandleSymbols(store, opts)
+}
