@@ -152,6 +152,14 @@ describe('interpolateQuery', () => {
     expect(interpolateQuery({ refId: 'A', function: ' $fn ' }, {}).function).toBe('regexp.Compile');
   });
 
+  it('replaces variables in the executable filter', () => {
+    installTemplateSrv({ lib: { value: '/usr/lib/libc.so.6' }, id: { value: 'ab12' } });
+    expect(interpolateQuery({ refId: 'A', mappingFile: '$lib', buildId: ' ${id} ' }, {})).toMatchObject({
+      mappingFile: '/usr/lib/libc.so.6',
+      buildId: 'ab12',
+    });
+  });
+
   it('adds no keys the query does not have', () => {
     const q = interpolateQuery({ refId: 'A', labelSelector: '{}' }, {});
     expect(q).toEqual({ refId: 'A', labelSelector: '{}' });

@@ -54,6 +54,12 @@ export function interpolateQuery(
   if (query.function) {
     out.function = replace(query.function).trim();
   }
+  if (query.buildId) {
+    out.buildId = replace(query.buildId).trim();
+  }
+  if (query.mappingFile) {
+    out.mappingFile = replace(query.mappingFile).trim();
+  }
   if (query.left) {
     // The baseline takes the same ad hoc filters: both sides compare the same slice of the dashboard.
     const left = query.left;

@@ -88,6 +88,9 @@ export const selectors = {
     function: 'flamehouse-query-function',
     functionValue: 'flamehouse-query-function-value',
     ratio: 'flamehouse-query-ratio',
+    /** The executable filter: mapped file and build id. */
+    mappingFile: 'flamehouse-query-mapping-file',
+    buildId: 'flamehouse-query-build-id',
     /** A diff query's baseline: its selector and range. */
     baseline: 'flamehouse-query-baseline',
     baselineOffset: 'flamehouse-query-baseline-offset',

@@ -3,9 +3,10 @@ import { DataQuery } from '@grafana/schema';
 /**
  * What a query asks for; a superset of the Pyroscope datasource's model. `traces` is one trace from the
  * OpenTelemetry Collector exporter's traces table, its spans marked where they have profile samples; `spans` ranks
- * the spans of a selection by profile value.
+ * the spans of a selection by profile value; `executables` lists the selection's executables (mapped files) with
+ * their share of samples, the share of their frames that have names, and where the names come from (docs/symbols.md).
  */
-export type QueryType = 'profile' | 'metrics' | 'both' | 'table' | 'traces' | 'spans' | 'diff';
+export type QueryType = 'profile' | 'metrics' | 'both' | 'table' | 'traces' | 'spans' | 'diff' | 'executables';
 
 /** What a function filter keeps: the stacks through the function (total) or ending in it (self). */
 export type FunctionValue = 'total' | 'self';
@@ -52,6 +53,12 @@ export interface ProfileQuery extends DataQuery {
   ratio?: boolean;
   /** The baseline of a diff query. */
   left?: DiffSide;
+  /**
+   * Only stacks through one executable (flame graphs, tables, time series): its build id and/or mapped file name,
+   * exact, as the Executables view's rows link to them.
+   */
+  buildId?: string;
+  mappingFile?: string;
 }
 
 /** The default query: a flame graph over every series. */

@@ -472,6 +472,49 @@ describe('QueryEditor: diff', () => {
   });
 });
 
+describe('QueryEditor: executables', () => {
+  const summary = () => screen.getByTestId(selectors.query.optionsSummary);
+
+  it('offers Executables: the selector, limit and span ids, without group by, max nodes or the function filter', async () => {
+    const { lastQuery, onRunQuery } = await setup({ queryType: 'profile', labelSelector: '{service_name="cart"}' });
+    fireEvent.click(summary());
+    fireEvent.click(within(screen.getByTestId(selectors.query.queryType)).getByLabelText('Executables'));
+    expect(lastQuery()).toMatchObject({ queryType: 'executables', labelSelector: '{service_name="cart"}' });
+    expect(onRunQuery).toHaveBeenCalledTimes(1);
+    expect(summary()).toHaveTextContent('Type: Executables');
+    expect(screen.getByTestId(selectors.query.labelSelector)).toBeInTheDocument();
+    expect(screen.getByTestId(selectors.query.limit)).toBeInTheDocument();
+    expect(screen.getByTestId(selectors.query.spanSelector)).toBeInTheDocument();
+    expect(screen.queryByTestId(selectors.query.groupBy)).not.toBeInTheDocument();
+    expect(screen.queryByTestId(selectors.query.maxNodes)).not.toBeInTheDocument();
+    expect(screen.queryByTestId(selectors.query.function)).not.toBeInTheDocument();
+    expect(screen.queryByTestId(selectors.query.mappingFile)).not.toBeInTheDocument();
+    expect(screen.queryByTestId(selectors.query.compare)).not.toBeInTheDocument();
+  });
+
+  it('shows the executable filter of a flame graph opened from a row, edits it, and drops it for an executables query', async () => {
+    const ID = '3b2b2455914cf52ffe4dfdd68c0b2171a7aa40c8';
+    const { lastQuery } = await setup({ queryType: 'profile', buildId: ID, mappingFile: '/usr/lib/libc.so.6' });
+    expect(summary()).toHaveTextContent(`Type: Profile, Executable: /usr/lib/libc.so.6 ${ID}`);
+    fireEvent.click(summary());
+    const file = screen.getByTestId(selectors.query.mappingFile);
+    const buildId = screen.getByTestId(selectors.query.buildId);
+    expect(file).toHaveValue('/usr/lib/libc.so.6');
+    expect(buildId).toHaveValue(ID);
+
+    fireEvent.change(buildId, { target: { value: 'not a build id' } });
+    fireEvent.blur(buildId);
+    expect(screen.getByText('A build id is hex digits (GNU) or a Go build id')).toBeInTheDocument();
+    fireEvent.change(buildId, { target: { value: '' } });
+    fireEvent.blur(buildId);
+    expect(lastQuery()).toMatchObject({ buildId: undefined, mappingFile: '/usr/lib/libc.so.6' });
+
+    fireEvent.click(within(screen.getByTestId(selectors.query.queryType)).getByLabelText('Executables'));
+    expect(lastQuery()).toMatchObject({ queryType: 'executables', buildId: undefined, mappingFile: undefined });
+    expect(summary()).toHaveTextContent(/^Type: Executables$/);
+  });
+});
+
 describe('QueryEditor: function filter and ratio', () => {
   const summary = () => screen.getByTestId(selectors.query.optionsSummary);
 

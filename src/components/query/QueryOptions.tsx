@@ -20,6 +20,12 @@ const TYPES: Array<SelectableValue<QueryType>> = [
   { label: 'Diff', value: 'diff', description: 'Diff flame graph: this selection and range against a baseline' },
   { label: 'Spans', value: 'spans', description: 'The spans with the most profile value, with links to their traces' },
   {
+    label: 'Executables',
+    value: 'executables',
+    description:
+      'The executables and libraries of the selection: share of samples, share of frames named, symbol source; each links to its flame graph',
+  },
+  {
     label: 'Trace',
     value: 'traces',
     description: "One trace from the Collector exporter's traces table, its spans marked where they have profiles",
@@ -32,6 +38,8 @@ const PROFILE_TYPES: readonly QueryType[] = ['profile', 'metrics', 'both', 'tabl
 const GROUP_BY_TYPES: readonly QueryType[] = ['profile', 'metrics', 'both', 'table'];
 /** Query types of time series: ratio. */
 const SERIES_TYPES: readonly QueryType[] = ['metrics', 'both'];
+/** Query types that take the executable filter (build id, mapped file); the backend refuses it on the others. */
+const EXECUTABLE_FILTER_TYPES: readonly QueryType[] = ['profile', 'metrics', 'both', 'table'];
 
 const FUNCTION_VALUES: Array<SelectableValue<FunctionValue>> = [
   { label: 'Total', value: 'total', description: 'Stacks that contain the function' },
@@ -81,6 +89,9 @@ export function optionsSummary(query: ProfileQuery, app?: CoreApp): string {
   if (type === 'diff') {
     parts.push(`Baseline: ${baselineSummary(query.left)}`);
   }
+  if (query.mappingFile || query.buildId) {
+    parts.push(`Executable: ${[query.mappingFile, query.buildId].filter(Boolean).join(' ')}`);
+  }
   return parts.join(', ');
 }
 
@@ -106,7 +117,17 @@ export function QueryOptions({ query, app, labelNames, defaultMaxNodes, onChange
         <InlineFieldRow>
           <InlineField label="Query type" labelWidth={14}>
             <div data-testid={selectors.query.queryType}>
-              <RadioButtonGroup options={types} value={type} onChange={(queryType) => onChange({ queryType })} />
+              <RadioButtonGroup
+                options={types}
+                value={type}
+                onChange={(queryType) =>
+                  onChange(
+                    EXECUTABLE_FILTER_TYPES.includes(queryType)
+                      ? { queryType }
+                      : { queryType, buildId: undefined, mappingFile: undefined }
+                  )
+                }
+              />
             </div>
           </InlineField>
         </InlineFieldRow>
@@ -117,6 +138,7 @@ export function QueryOptions({ query, app, labelNames, defaultMaxNodes, onChange
             groupByOption={GROUP_BY_TYPES.includes(type)}
             spanOptions={type !== 'diff'}
             seriesOptions={SERIES_TYPES.includes(type)}
+            executableOption={EXECUTABLE_FILTER_TYPES.includes(type)}
             labelNames={labelNames}
             defaultMaxNodes={defaultMaxNodes}
             onChange={onChange}
@@ -136,6 +158,8 @@ interface OtherOptionsProps extends Omit<Props, 'app'> {
   spanOptions: boolean;
   /** Whether to show the options of time series: ratio. */
   seriesOptions: boolean;
+  /** Whether to show the executable filter (mapped file, build id). */
+  executableOption: boolean;
 }
 
 /** The options below the query type. */
@@ -145,6 +169,7 @@ function OtherOptions({
   groupByOption,
   spanOptions,
   seriesOptions,
+  executableOption,
   labelNames,
   defaultMaxNodes,
   onChange,
@@ -239,6 +264,30 @@ function OtherOptions({
           )}
         </InlineFieldRow>
       )}
+      {executableOption && (
+        <InlineFieldRow>
+          <CommitInput
+            label="Mapping file"
+            tooltip="Only stacks through this executable or library: its mapped file, exact (e.g. /usr/lib/libc.so.6), as the Executables view links to it."
+            testId={selectors.query.mappingFile}
+            width={40}
+            value={query.mappingFile ?? ''}
+            placeholder="e.g. /usr/lib/libc.so.6"
+            validate={() => undefined}
+            onCommit={(t) => onChange({ mappingFile: t || undefined })}
+          />
+          <CommitInput
+            label="Build ID"
+            tooltip="Only stacks through the executable with this build id (hex, or a Go build id)."
+            testId={selectors.query.buildId}
+            width={40}
+            value={query.buildId ?? ''}
+            placeholder="hex"
+            validate={validateBuildId}
+            onCommit={(t) => onChange({ buildId: t || undefined })}
+          />
+        </InlineFieldRow>
+      )}
       {spanOptions && (
         <InlineFieldRow>
           <CommitInput
@@ -276,6 +325,14 @@ export function splitIds(text: string): string[] {
 export function validateSpanIds(text: string): string | undefined {
   const bad = splitIds(text).filter((id) => !/^[0-9a-fA-F]{16}$/.test(id) && !containsVariable(id));
   return bad.length ? `Not a span id (16 hex digits): ${bad.join(', ')}` : undefined;
+}
+
+/** Why a build id is invalid (pkg/query's buildIDPattern), or undefined. Variables are accepted as they are. */
+export function validateBuildId(text: string): string | undefined {
+  const id = text.trim();
+  return id === '' || /^[0-9A-Za-z_=+./-]{1,256}$/.test(id) || containsVariable(id)
+    ? undefined
+    : 'A build id is hex digits (GNU) or a Go build id';
 }
 
 /** Why a trace id is invalid, or undefined. */
