@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Flamehouse needs on a Debian machine that has Go and Node:
 # the npm packages (frontend toolchain and @chdb/lib-linux-x64-gnu, the
-# embedded ClickHouse engine) and the Go modules. Safe to run repeatedly.
+# embedded ClickHouse engine), the Go modules and, as root, the native
+# toolchain and debuginfod server the symbol tests use. Safe to run repeatedly.
 # With --browser (the test command) it also installs Debian's Chromium for
 # the browser specs when it is missing and this runs as root.
 set -euo pipefail
@@ -32,5 +33,24 @@ if [ "${1:-}" = --browser ] && [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; t
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   else
     echo "note: no Chromium at ${CHROMIUM_PATH:-/usr/bin/chromium}; the browser specs need it (sudo apt-get install chromium)"
+  fi
+fi
+
+# The symbol tests (issue 15) build native programs and check them against
+# outside tools: gcc, g++, objcopy and addr2line (binutils), llvm-symbolizer
+# (llvm) and Debian's debuginfod server. Installed when missing and this
+# runs as root; the tests that need a missing tool skip and say which.
+missing=()
+for tool in gcc:gcc g++:g++ objcopy:binutils addr2line:binutils llvm-symbolizer:llvm debuginfod:debuginfod; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool#*:}")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> apt-get install ${missing[*]} (native toolchain and debuginfod for the symbol tests)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "note: ${missing[*]} missing; the symbol tests that need them skip (sudo apt-get install ${missing[*]})"
   fi
 fi

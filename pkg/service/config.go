@@ -21,6 +21,8 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/ingest"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/selfprofile"
+	"github.com/flamehouse/flamehouse/pkg/symbols"
+	"github.com/flamehouse/flamehouse/pkg/symbols/debuginfod"
 )
 
 // Config is the whole configuration of the flamehouse binary.
@@ -42,6 +44,44 @@ type Config struct {
 	// path, and traces its own work into the traces table, so that a fresh
 	// installation has data to look at.
 	SelfProfile selfprofile.Config `yaml:"selfprofile"`
+	// Symbols is how executables' symbols get into the symbol store
+	// (docs/symbols.md).
+	Symbols SymbolsConfig `yaml:"symbols"`
+}
+
+// SymbolsConfig is the symbols section.
+type SymbolsConfig struct {
+	// Debuginfod fetches, in the background, the symbols of executables
+	// that ingested frames left unsymbolized from debuginfod servers
+	// (docs/symbols-debuginfod.md). Off without urls.
+	Debuginfod debuginfod.Config `yaml:"debuginfod"`
+	// Upload is the PUT /v1/symbols/<build id> endpoint on the ingest
+	// service's HTTP listener; its byte limit also bounds
+	// `flamehouse symbols upload` (docs/symbols-upload.md).
+	Upload symbols.UploadConfig `yaml:"upload"`
+}
+
+// DefaultSymbolsConfig returns the symbols section's defaults.
+func DefaultSymbolsConfig() SymbolsConfig {
+	return SymbolsConfig{Debuginfod: debuginfod.DefaultConfig(), Upload: symbols.DefaultUploadConfig()}
+}
+
+// RegisterFlags binds the symbols section to flags with the given prefix.
+func (c *SymbolsConfig) RegisterFlags(f *flag.FlagSet, prefix string) {
+	c.Debuginfod.RegisterFlags(f, prefix+"debuginfod.")
+	c.Upload.RegisterFlags(f, prefix+"upload.")
+}
+
+// Validate reports every problem of the symbols section at once.
+func (c *SymbolsConfig) Validate() error {
+	var err error
+	if e := c.Debuginfod.Validate(); e != nil {
+		err = errors.Join(err, prefixed("debuginfod", e))
+	}
+	if e := c.Upload.Validate(); e != nil {
+		err = errors.Join(err, prefixed("upload", e))
+	}
+	return err
 }
 
 // DefaultDataDir is where the embedded engine keeps its tables by default,
@@ -60,6 +100,7 @@ func DefaultConfig() Config {
 		Schema:      schema.DefaultConfig(),
 		Ingest:      ingest.DefaultConfig(),
 		SelfProfile: selfprofile.DefaultConfig(),
+		Symbols:     DefaultSymbolsConfig(),
 	}
 }
 
@@ -73,6 +114,7 @@ func (c *Config) RegisterFlags(f *flag.FlagSet) {
 	c.Schema.RegisterFlags(f, "schema.")
 	c.Ingest.RegisterFlags(f, "ingest.")
 	c.SelfProfile.RegisterFlags(f, "selfprofile.")
+	c.Symbols.RegisterFlags(f, "symbols.")
 }
 
 // UsesEmbedded reports whether the service runs the embedded engine.
@@ -105,16 +147,20 @@ func (c *Config) Validate() error {
 	if e := c.SelfProfile.Validate(); e != nil {
 		err = errors.Join(err, prefixed("selfprofile", e))
 	}
+	if e := c.Symbols.Validate(); e != nil {
+		err = errors.Join(err, prefixed("symbols", e))
+	}
 	return err
 }
 
-// prefixed puts a section name in front of each joined error.
+// prefixed puts a section name in front of each joined error (of nested
+// joins too, so that a subsection's errors carry both names).
 func prefixed(section string, err error) error {
 	var joined interface{ Unwrap() []error }
 	if errors.As(err, &joined) {
 		var out error
 		for _, e := range joined.Unwrap() {
-			out = errors.Join(out, fmt.Errorf("%s: %w", section, e))
+			out = errors.Join(out, prefixed(section, e))
 		}
 		return out
 	}

@@ -104,3 +104,35 @@ func TestSecretsAreNotPrinted(t *testing.T) {
 	require.NotContains(t, shown, "hunter2")
 	require.NotContains(t, shown, "hunter3")
 }
+
+func TestSymbolsDebuginfodConfig(t *testing.T) {
+	defaults := DefaultConfig()
+	require.False(t, defaults.Symbols.Debuginfod.Enabled(), "off without urls")
+	require.Equal(t, 4, defaults.Symbols.Debuginfod.Concurrency)
+	require.Equal(t, time.Hour, defaults.Symbols.Debuginfod.NegativeCacheTTL)
+
+	path := writeFile(t, `
+symbols:
+  debuginfod:
+    urls: [https://debuginfod.debian.net, "https://user:hunter4@mirror.example/debuginfod"]
+    concurrency: 2
+    negative_cache_ttl: 30m
+`)
+	cfg, _, err := ParseConfig("run", []string{"-config.file", path, "-symbols.debuginfod.timeout", "10s"})
+	require.NoError(t, err)
+	d := cfg.Symbols.Debuginfod
+	require.Equal(t, []string{"https://debuginfod.debian.net", "https://user:hunter4@mirror.example/debuginfod"}, []string(d.URLs))
+	require.Equal(t, 2, d.Concurrency)
+	require.Equal(t, 30*time.Minute, d.NegativeCacheTTL)
+	require.Equal(t, 10*time.Second, d.Timeout)
+	require.Equal(t, defaults.Symbols.Debuginfod.Retries, d.Retries, "unset keys keep their defaults")
+	require.NoError(t, cfg.Validate())
+	require.NotContains(t, fmtConfig(cfg), "hunter4", "the shown configuration redacts passwords")
+
+	cfg, _, err = ParseConfig("run", []string{"-symbols.debuginfod.urls", "http://127.0.0.1:8002, ftp://nope", "-symbols.debuginfod.concurrency", "0"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"http://127.0.0.1:8002", "ftp://nope"}, []string(cfg.Symbols.Debuginfod.URLs))
+	err = cfg.Validate()
+	require.ErrorContains(t, err, "symbols: debuginfod: urls[1]: ftp://nope: the scheme must be http or https")
+	require.ErrorContains(t, err, "symbols: debuginfod: concurrency must be at least 1")
+}

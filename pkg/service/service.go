@@ -20,10 +20,13 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
 	"github.com/flamehouse/flamehouse/pkg/ingest"
+	"github.com/flamehouse/flamehouse/pkg/ingest/pipeline"
 	"github.com/flamehouse/flamehouse/pkg/ingest/receiver"
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/selfprofile"
+	"github.com/flamehouse/flamehouse/pkg/symbols"
+	"github.com/flamehouse/flamehouse/pkg/symbols/debuginfod"
 )
 
 // Service is a running Flamehouse: the ClickHouse it writes to and, in the
@@ -41,6 +44,8 @@ type Service struct {
 	native   *chclient.NativeInserter
 	serveErr chan error
 	ingester *ingest.Ingester
+	// fetcher fetches symbols from debuginfod (nil when off).
+	fetcher *debuginfod.Fetcher
 	// stopProfiling ends self-profiling; profilingDone closes when it has.
 	stopProfiling context.CancelFunc
 	profilingDone chan struct{}
@@ -129,9 +134,31 @@ func (s *Service) startIngest(ctx context.Context) error {
 		}
 		s.native, native = inserter, inserter
 	}
-	in, err := ingest.New(s.cfg.Ingest, s.cfg.Schema, s.conn, native, s.log, reg, s.tracingOptions()...)
+	var sink pipeline.UnsymbolizedSink
+	if s.cfg.Symbols.Debuginfod.Enabled() {
+		var symNative symbols.NativeInserter
+		if s.native != nil {
+			symNative = s.native
+		}
+		store := symbols.NewStore(s.cfg.Schema, s.conn, symNative)
+		f, err := debuginfod.New(s.cfg.Symbols.Debuginfod, store, debuginfod.NewTableKnown(s.conn, s.cfg.Schema), s.log, reg)
+		if err != nil {
+			return fmt.Errorf("start ingest: %w", err)
+		}
+		s.fetcher, sink = f, f
+		s.log.Info("fetching symbols of unsymbolized executables from debuginfod", "servers", len(s.cfg.Symbols.Debuginfod.URLs),
+			"concurrency", s.cfg.Symbols.Debuginfod.Concurrency)
+	}
+	in, err := ingest.NewWithSink(s.cfg.Ingest, s.cfg.Schema, s.conn, native, sink, s.log, reg, s.tracingOptions()...)
 	if err != nil {
 		return fmt.Errorf("start ingest: %w", err)
+	}
+	if up := s.cfg.Symbols.Upload; up.Enabled {
+		var symNative symbols.NativeInserter
+		if s.native != nil {
+			symNative = s.native
+		}
+		in.HandleSymbols(symbols.NewStore(s.cfg.Schema, s.conn, symNative), receiver.SymbolsOptions{MaxBytes: up.MaxBytes, Timeout: up.Timeout})
 	}
 	// The ingester's lifetime is not ctx's: dskit stops a service when the
 	// context it was started with ends, and Stop orders the shutdown.
@@ -215,6 +242,7 @@ func (s *Service) Wait(ctx context.Context) error {
 
 // Stop shuts down in reverse order of start: self-profiling, then the
 // ingest endpoints (requests in flight finish and the writer drains), then
+// the debuginfod fetcher (fetches in flight are cancelled), then
 // self-tracing (every span that ended is written), then the ClickHouse
 // connection and the embedded engine.
 func (s *Service) Stop(ctx context.Context) error {
@@ -225,6 +253,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	if s.ingester != nil {
 		err = errors.Join(err, services.StopAndAwaitTerminated(ctx, s.ingester))
+	}
+	if s.fetcher != nil {
+		err = errors.Join(err, s.fetcher.Close(ctx))
 	}
 	err = errors.Join(err, s.stopTracing(ctx))
 	if s.native != nil {

@@ -15,8 +15,9 @@ import (
 // section). With no URLs it is off.
 type Config struct {
 	// URLs are the debuginfod servers, tried in order for each build id
-	// (as in DEBUGINFOD_URLS). Empty: no fetching.
-	URLs []string `yaml:"urls"`
+	// (as in DEBUGINFOD_URLS). Empty: no fetching. A URL may carry basic
+	// auth credentials; they are never logged or printed.
+	URLs URLList `yaml:"urls"`
 	// Concurrency is the number of build ids fetched at once. Default 4.
 	Concurrency int `yaml:"concurrency"`
 	// QueueSize bounds the build ids waiting to be fetched; more are
@@ -66,7 +67,7 @@ func (c *Config) Enabled() bool { return len(c.URLs) > 0 }
 
 // RegisterFlags binds the config to flags with the given prefix.
 func (c *Config) RegisterFlags(f *flag.FlagSet, prefix string) {
-	f.Var((*urlList)(&c.URLs), prefix+"urls", "debuginfod server URLs, comma-separated, tried in order (empty: no fetching)")
+	f.Var(&c.URLs, prefix+"urls", "debuginfod server URLs, comma-separated, tried in order (empty: no fetching)")
 	f.IntVar(&c.Concurrency, prefix+"concurrency", c.Concurrency, "build ids fetched from debuginfod at once")
 	f.IntVar(&c.QueueSize, prefix+"queue-size", c.QueueSize, "build ids waiting for debuginfod, at most")
 	f.DurationVar(&c.Timeout, prefix+"timeout", c.Timeout, "bound of one debuginfod request, download included")
@@ -126,11 +127,13 @@ func parseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// urlList is a comma-separated list flag.
-type urlList []string
+// URLList is a list of server URLs: a comma-separated flag value, and
+// printed (flag defaults, the YAML the service shows) with passwords
+// redacted.
+type URLList []string
 
 // String is the list as -help shows it, passwords redacted.
-func (l *urlList) String() string {
+func (l *URLList) String() string {
 	if l == nil {
 		return ""
 	}
@@ -150,7 +153,17 @@ func redacted(raw string) string {
 	return u.Redacted()
 }
 
-func (l *urlList) Set(s string) error {
+// MarshalYAML renders the list with passwords redacted.
+func (l URLList) MarshalYAML() (any, error) {
+	out := make([]string, len(l))
+	for i, raw := range l {
+		out[i] = redacted(raw)
+	}
+	return out, nil
+}
+
+// Set parses a comma-separated list.
+func (l *URLList) Set(s string) error {
 	*l = nil
 	for _, u := range strings.Split(s, ",") {
 		if u = strings.TrimSpace(u); u != "" {

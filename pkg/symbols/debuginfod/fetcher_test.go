@@ -395,8 +395,11 @@ func TestConfigValidate(t *testing.T) {
 	bad := DefaultConfig()
 	bad.URLs = []string{"https://user:s3cret@h:99999999/x?y"}
 	require.NotContains(t, bad.Validate().Error(), "s3cret", "errors never repeat a password")
-	list := urlList{"https://user:s3cret@h/"}
+	list := URLList{"https://user:s3cret@h/"}
 	require.NotContains(t, list.String(), "s3cret")
+	shown, err := list.MarshalYAML()
+	require.NoError(t, err)
+	require.Equal(t, []string{"https://user:xxxxx@h/"}, shown)
 }
 
 // value reads a counter or gauge.
