@@ -25,6 +25,7 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/ingest/receiver"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
+	"github.com/flamehouse/flamehouse/pkg/symbols/debuginfod"
 )
 
 // TestDebuginfodFillsTheSymbolStore runs Debian's real debuginfod server
@@ -88,6 +89,11 @@ func TestDebuginfodFillsTheSymbolStore(t *testing.T) {
 	require.NoError(t, svc.Conn().QueryRow(ctx, "SELECT Functions[length(Functions)] FROM "+cfg.Schema.Qualified(schema.Symbols)+
 		" WHERE TenantId = ? AND BuildId = ? AND Start <= ? AND ? < End", tenant, bin.BuildID, work.Addr, work.Addr).Scan(&outermost))
 	require.Equal(t, nativebin.FuncWorkOuter, outermost, "the range at work_outer's first byte (the file's own symbol table) is work_outer")
+
+	// What the dispatcher asks before fetching: one query for a batch.
+	known, err := debuginfod.NewTableKnown(svc.Conn(), cfg.Schema).Known(ctx, tenant, []string{bin.BuildID, missing})
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{bin.BuildID: true}, known)
 
 	// The frame keeps its placement for the query's address rule.
 	var mapStart, mapOffset uint64
