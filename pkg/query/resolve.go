@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,7 +67,10 @@ type rangeTable struct {
 
 // find returns the range holding va, or -1.
 func (t *rangeTable) find(va uint64) int {
-	i := sort.Search(len(t.starts), func(i int) bool { return t.starts[i] > va }) - 1
+	i, found := slices.BinarySearch(t.starts, va)
+	if !found {
+		i-- // the last range that starts below va
+	}
 	if i < 0 || va >= t.ends[i] {
 		return -1
 	}
