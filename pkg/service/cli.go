@@ -21,6 +21,7 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/otlphttp"
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/schema"
+	"github.com/flamehouse/flamehouse/pkg/symbols"
 )
 
 // Version is set at build time with -ldflags "-X .../pkg/service.Version=...".
@@ -37,6 +38,7 @@ var commands = []command{
 	{"ddl", "print the DDL the schema migrations run, for review (honours schema.cluster)", ddlCommand},
 	{"config", "print the effective configuration as YAML (secrets redacted)", configCommand},
 	{"import", "convert pprof files to OTLP and send them to an OTLP profiles endpoint", importCommand},
+	{"symbols", "symbols upload FILE...: store the symbols of ELF files (executables, shared libraries, debug files, Go binaries) by build id", symbolsCommand},
 	{"version", "print the version", versionCommand},
 }
 
@@ -254,4 +256,83 @@ func (a *attrFlags) Set(v string) error {
 	}
 	*a = append(*a, k, val)
 	return nil
+}
+
+// symbolsCommand runs "flamehouse symbols upload [-tenant T] FILE...": it
+// reads each file's build id and symbols and writes them into the
+// configured ClickHouse (the same configuration and flags as migrate),
+// one line per file. A file that cannot be stored (no build id, not ELF,
+// truncated, too large) is reported and the others are still stored; the
+// command then fails.
+func symbolsCommand(ctx context.Context, args []string, stdout io.Writer) error {
+	const use = "usage: flamehouse symbols upload [-tenant T] [-config.file flamehouse.yaml] [flags] FILE..."
+	if len(args) == 0 || args[0] != "upload" {
+		return fmt.Errorf("%w: %s", errUsage, use)
+	}
+	cfg := DefaultConfig()
+	if path := findConfigFile(args[1:]); path != "" {
+		if err := cfg.loadFile(path); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+	}
+	fs := flag.NewFlagSet("symbols upload", flag.ContinueOnError)
+	fs.String(configFileFlag, "", "YAML configuration file (flags override it)")
+	cfg.RegisterFlags(fs)
+	tenant := fs.String("tenant", cfg.Ingest.Receiver.DefaultTenant, "tenant the symbols are stored for (default: ingest.receiver.default_tenant)")
+	fs.Usage = func() {
+		_, _ = fmt.Fprintln(fs.Output(), use)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: name at least one file; %s", errUsage, use)
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	svc, err := Start(ctx, cfg, cfg.newLogger(), SchemaOnly)
+	if err != nil {
+		return err
+	}
+	store := symbols.NewStore(cfg.Schema, svc.conn, nil)
+	opts := symbols.Options{Limits: symbols.Limits{MaxFileBytes: cfg.Symbols.Upload.MaxBytes}}
+	var failed []string
+	for _, path := range fs.Args() {
+		res, err := store.UploadFile(ctx, *tenant, path, opts)
+		if err != nil {
+			failed = append(failed, path)
+			_, _ = fmt.Fprintf(stdout, "%s: not stored: %v\n", path, err)
+			continue
+		}
+		_, _ = fmt.Fprintln(stdout, uploadLine(path, res))
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	err = svc.Stop(stopCtx)
+	if len(failed) > 0 {
+		err = errors.Join(err, fmt.Errorf("%d of %d files not stored: %s", len(failed), fs.NArg(), strings.Join(failed, ", ")))
+	}
+	return err
+}
+
+// uploadLine is what the CLI prints for a stored file.
+func uploadLine(path string, res symbols.Uploaded) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: build id %s", path, res.BuildID)
+	if res.GoBuildID != "" && res.GoBuildID != res.BuildID {
+		fmt.Fprintf(&b, " (Go build id %s)", res.GoBuildID)
+	}
+	fmt.Fprintf(&b, "; held %s; %d ranges written in %.2fs", res.Sources(), res.Ranges, res.Seconds)
+	if res.Merged != "" {
+		fmt.Fprintf(&b, "; %s", res.Merged)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(&b, "\n  warning: %s", w)
+	}
+	return b.String()
 }
