@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,18 +25,22 @@ import (
 	"github.com/flamehouse/flamehouse/internal/nativebin"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
 	"github.com/flamehouse/flamehouse/pkg/ingest/receiver"
+	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
 	"github.com/flamehouse/flamehouse/pkg/symbols/debuginfod"
 )
 
 // TestDebuginfodFillsTheSymbolStore runs Debian's real debuginfod server
-// over a directory holding a PIE executable built here, starts Flamehouse
-// with symbols.debuginfod.urls pointing at it and sends frames that carry
-// only a mapping (with the build id) and an address. The executable's
-// symbols must arrive in profile_executables (source debuginfod) and
-// profile_symbols, with work_outer's range where the file's own symbol
-// table puts it; a build id the server does not have must end in the
+// over a distribution's layout of a PIE executable built here: the
+// stripped executable and its separate debug file (objcopy
+// --only-keep-debug), in two directories. It starts Flamehouse with
+// symbols.debuginfod.urls pointing at the server and sends frames that
+// carry only a mapping (with the build id) and an address. Both files must
+// be fetched and combined: profile_executables (source debuginfod) with
+// DWARF and the executable's segments (usable for the address rule),
+// profile_symbols with work_outer's range where the file's own symbol
+// table puts it. A build id the server does not have must end in the
 // negative cache (a 404 counted once, then cache hits) with no row.
 func TestDebuginfodFillsTheSymbolStore(t *testing.T) {
 	if testing.Short() {
@@ -45,7 +51,8 @@ func TestDebuginfodFillsTheSymbolStore(t *testing.T) {
 	}
 	bin := nativebin.Build(t, nativebin.Spec{Sources: nativebin.ProgramC, Kind: nativebin.PIE})
 	work := bin.Func(t, nativebin.FuncWorkOuter)
-	serverURL := startDebuginfod(t, filepath.Dir(bin.Path), bin.BuildID)
+	stripped, dbg := nativebin.Stripped(t, bin), nativebin.DebugOnly(t, bin)
+	serverURL := startDebuginfod(t, bin.BuildID, filepath.Dir(stripped.Path), filepath.Dir(dbg.Path))
 
 	cfg := localConfig(t)
 	cfg.SelfProfile.Enabled = false
@@ -63,31 +70,43 @@ func TestDebuginfodFillsTheSymbolStore(t *testing.T) {
 	}()
 	_, httpAddr := svc.IngestAddresses()
 
+	// The process maps the executable's code segment at base+Vaddr from
+	// file offset Off; the frame's address is inside work_outer.
 	const (
 		missing = "00112233445566778899aabbccddeeff00112233" // no server has it
-		start   = 0x55d0c0a00000                             // where the process mapped the executable
+		base    = 0x55d0c0a00000
 	)
-	payload := unsymbolizedProfile(t, bin.BuildID, missing, start, start+work.Addr+work.Size/2)
+	text := codeSegment(t, bin.Path)
+	start := base + text.Vaddr
+	payload := unsymbolizedProfile(t, bin.BuildID, missing, start, start+text.Memsz, text.Offset, base+work.Addr+work.Size/2)
+	from := time.Now().Add(-time.Minute)
 	postProfile(t, httpAddr, payload)
 
 	tenant := cfg.Ingest.Receiver.DefaultTenant
-	var source, fileName string
-	var ranges uint64
-	waitFor(t, "profile_executables has the build id", func() bool {
-		err := svc.Conn().QueryRow(ctx, "SELECT Source, FileName, Ranges FROM "+cfg.Schema.Qualified(schema.Executables)+
-			" WHERE TenantId = ? AND BuildId = ? ORDER BY UpdatedAt DESC LIMIT 1", tenant, bin.BuildID).Scan(&source, &fileName, &ranges)
-		return err == nil
+	var (
+		source, fileName string
+		ranges, version  uint64
+		dwarf            bool
+		segSizes         []uint64
+	)
+	waitFor(t, "profile_executables has the build id with the executable's segments", func() bool {
+		err := svc.Conn().QueryRow(ctx, "SELECT Source, FileName, Ranges, HasDwarf, SegmentSizes, toUInt64(toUnixTimestamp64Milli(UpdatedAt)) FROM "+
+			cfg.Schema.Qualified(schema.Executables)+" WHERE TenantId = ? AND BuildId = ? ORDER BY UpdatedAt DESC LIMIT 1", tenant, bin.BuildID).
+			Scan(&source, &fileName, &ranges, &dwarf, &segSizes, &version)
+		return err == nil && !slices.Contains(segSizes, 0)
 	})
 	require.Equal(t, symbols.SourceDebuginfod, source)
 	require.Equal(t, "/usr/bin/prog", fileName, "named after the mapping its frames came from")
+	require.True(t, dwarf, "the debug file's DWARF")
 	var rows uint64
-	require.NoError(t, svc.Conn().QueryRow(ctx, "SELECT count() FROM "+cfg.Schema.Qualified(schema.Symbols)+" WHERE TenantId = ? AND BuildId = ?",
-		tenant, bin.BuildID).Scan(&rows))
+	require.NoError(t, svc.Conn().QueryRow(ctx, "SELECT count() FROM "+cfg.Schema.Qualified(schema.Symbols)+
+		" WHERE TenantId = ? AND BuildId = ? AND Version = ?", tenant, bin.BuildID, version).Scan(&rows))
 	require.Positive(t, rows)
-	require.Equal(t, ranges, rows, "profile_executables.Ranges counts the stored ranges")
+	require.Equal(t, ranges, rows, "profile_executables.Ranges counts the ranges of its version")
 	var outermost string
 	require.NoError(t, svc.Conn().QueryRow(ctx, "SELECT Functions[length(Functions)] FROM "+cfg.Schema.Qualified(schema.Symbols)+
-		" WHERE TenantId = ? AND BuildId = ? AND Start <= ? AND ? < End", tenant, bin.BuildID, work.Addr, work.Addr).Scan(&outermost))
+		" WHERE TenantId = ? AND BuildId = ? AND Version = ? AND Start <= ? AND ? < End", tenant, bin.BuildID, version, work.Addr, work.Addr).
+		Scan(&outermost))
 	require.Equal(t, nativebin.FuncWorkOuter, outermost, "the range at work_outer's first byte (the file's own symbol table) is work_outer")
 
 	// What the dispatcher asks before fetching: one query for a batch.
@@ -99,7 +118,17 @@ func TestDebuginfodFillsTheSymbolStore(t *testing.T) {
 	var mapStart, mapOffset uint64
 	require.NoError(t, svc.Conn().QueryRow(ctx, "SELECT MappingStart, MappingOffset FROM "+cfg.Schema.Qualified(schema.Frames)+
 		" WHERE BuildId = ? LIMIT 1", bin.BuildID).Scan(&mapStart, &mapOffset))
-	require.Equal(t, [2]uint64{start, 0x1000}, [2]uint64{mapStart, mapOffset})
+	require.Equal(t, [2]uint64{start, text.Offset}, [2]uint64{mapStart, mapOffset})
+
+	// The flame graph names the frame (query-time resolution through the
+	// address rule); the library nobody has keeps today's label.
+	frames, err := run(ctx, &query.Engine{Conn: svc.Conn(), Tables: cfg.Schema}, from, time.Now().Add(time.Minute),
+		map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="native-app"}`})
+	require.NoError(t, err)
+	labels := frames[0].Fields[3].Config.TypeConfig.Enum.Text
+	require.Contains(t, labels, nativebin.FuncWorkOuter, "labels %v", labels)
+	require.Contains(t, labels, "[libmissing.so]", "labels %v", labels)
+	require.NotContains(t, labels, "[prog]", "labels %v", labels)
 
 	metrics := func() string {
 		resp, err := http.Get("http://" + httpAddr + "/metrics") //nolint:noctx // a test's loopback request
@@ -112,7 +141,8 @@ func TestDebuginfodFillsTheSymbolStore(t *testing.T) {
 	waitFor(t, "the missing build id is counted not found", func() bool {
 		return metricValue(metrics(), `flamehouse_symbols_debuginfod_failed_total{reason="not_found"}`) == 1
 	})
-	require.InDelta(t, 1, metricValue(metrics(), "flamehouse_symbols_debuginfod_fetched_total"), 0)
+	require.InDelta(t, 1, metricValue(metrics(), `flamehouse_symbols_debuginfod_fetched_total{artifact="debuginfo"}`), 0)
+	require.InDelta(t, 1, metricValue(metrics(), `flamehouse_symbols_debuginfod_fetched_total{artifact="executable"}`), 0)
 
 	postProfile(t, httpAddr, payload) // again: the stored one is known, the missing one is in the negative cache
 	waitFor(t, "a negative cache hit", func() bool {
@@ -120,7 +150,7 @@ func TestDebuginfodFillsTheSymbolStore(t *testing.T) {
 	})
 	m := metrics()
 	require.InDelta(t, 1, metricValue(m, `flamehouse_symbols_debuginfod_failed_total{reason="not_found"}`), 0, "not asked again")
-	require.InDelta(t, 1, metricValue(m, "flamehouse_symbols_debuginfod_fetched_total"), 0, "not fetched again")
+	require.InDelta(t, 1, metricValue(m, `flamehouse_symbols_debuginfod_fetched_total{artifact="debuginfo"}`), 0, "not fetched again")
 	var missingRows uint64
 	require.NoError(t, svc.Conn().QueryRow(ctx, "SELECT count() FROM "+cfg.Schema.Qualified(schema.Executables)+" WHERE BuildId = ?", missing).
 		Scan(&missingRows))
@@ -130,17 +160,18 @@ func TestDebuginfodFillsTheSymbolStore(t *testing.T) {
 	require.NoError(t, svc.Stop(ctx), "clean stop: receivers, pipeline, then the fetcher")
 }
 
-// startDebuginfod runs debuginfod -F over dir on a free loopback port and
-// waits until it serves buildID. The server is killed when the test ends.
-func startDebuginfod(t *testing.T, dir, buildID string) string {
+// startDebuginfod runs debuginfod -F over dirs on a free loopback port and
+// waits until it serves buildID's executable and debug file. The server is
+// killed when the test ends.
+func startDebuginfod(t *testing.T, buildID string, dirs ...string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a TCP listener
 	require.NoError(t, ln.Close())
 	var log bytes.Buffer
-	cmd := exec.Command("debuginfod", "-F", "-p", strconv.Itoa(port), "-d", filepath.Join(t.TempDir(), "debuginfod.sqlite"), //nolint:gosec // G204: the test's own files
-		"-t", "0", "-g", "0", "-c", "1", dir)
+	args := append([]string{"-F", "-p", strconv.Itoa(port), "-d", filepath.Join(t.TempDir(), "debuginfod.sqlite"), "-t", "0", "-g", "0", "-c", "1"}, dirs...)
+	cmd := exec.Command("debuginfod", args...)         //nolint:gosec // G204: the test's own files
 	cmd.Env = append(os.Environ(), "DEBUGINFOD_URLS=") // no federation to upstream servers
 	cmd.Stdout, cmd.Stderr = &log, &log
 	require.NoError(t, cmd.Start())
@@ -152,25 +183,26 @@ func startDebuginfod(t *testing.T, dir, buildID string) string {
 		}
 	})
 	url := "http://127.0.0.1:" + strconv.Itoa(port)
-	waitFor(t, "debuginfod scanned "+dir, func() bool {
-		resp, err := http.Get(url + "/buildid/" + buildID + "/executable") //nolint:noctx // a test's loopback request (debuginfod serves GET only)
+	serves := func(artifact string) bool {
+		resp, err := http.Get(url + "/buildid/" + buildID + "/" + artifact) //nolint:noctx // a test's loopback request (debuginfod serves GET only)
 		if err != nil {
 			return false
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	})
+	}
+	waitFor(t, "debuginfod scanned "+strings.Join(dirs, " "), func() bool { return serves("executable") && serves("debuginfo") })
 	return url
 }
 
 // unsymbolizedProfile is an OTLP request with one stack of two native
 // frames that carry only a mapping (file, build id, placement) and an
 // address: one in the built executable, one in a library nobody has.
-func unsymbolizedProfile(t *testing.T, buildID, missing string, start, addr uint64) []byte {
+func unsymbolizedProfile(t *testing.T, buildID, missing string, start, limit, offset, addr uint64) []byte {
 	t.Helper()
 	b := otlpbuild.New()
-	exe := b.Mapping(start, start+0x100000, 0x1000, "/usr/bin/prog", buildID)
+	exe := b.Mapping(start, limit, offset, "/usr/bin/prog", buildID)
 	lib := b.Mapping(0x7f0000000000, 0x7f0000200000, 0, "/usr/lib/libmissing.so", missing)
 	leaf := b.Location(exe, addr, "native")
 	root := b.Location(lib, 0x7f0000001234, "native")
@@ -185,6 +217,21 @@ func unsymbolizedProfile(t *testing.T, buildID, missing string, start, addr uint
 	payload, err := proto.Marshal(b.Request())
 	require.NoError(t, err)
 	return payload
+}
+
+// codeSegment is a file's executable PT_LOAD segment.
+func codeSegment(t *testing.T, path string) symbols.Segment {
+	t.Helper()
+	f, err := elf.Open(path)
+	require.NoError(t, err)
+	defer func() { _ = f.Close() }()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			return symbols.Segment{Offset: p.Off, Vaddr: p.Vaddr, Filesz: p.Filesz, Memsz: p.Memsz, Exec: true}
+		}
+	}
+	t.Fatalf("%s has no executable segment", path)
+	return symbols.Segment{}
 }
 
 func postProfile(t *testing.T, httpAddr string, payload []byte) {

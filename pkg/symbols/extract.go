@@ -123,6 +123,11 @@ type Options struct {
 	// ExpectBuildID, when set, is the build id the file must have (GNU
 	// build id in hex, or Go build id); case does not matter.
 	ExpectBuildID string
+	// AllowNoSymbols returns a file without symbols (a stripped executable
+	// that exports nothing) with its build id and segments and no ranges,
+	// instead of ErrNoSymbols: Put then only gives its segments to the
+	// stored debug file of the same build id.
+	AllowNoSymbols bool
 }
 
 // Errors Extract returns, wrapped with what was wrong; test with errors.Is.
@@ -171,7 +176,7 @@ func ExtractWith(r io.ReaderAt, size int64, opts Options) (exe *Executable, err 
 	if err := checkExtents(f, size); err != nil {
 		return nil, err
 	}
-	x := &extractor{f: f, lim: lim, exe: &Executable{Size: size}}
+	x := &extractor{f: f, lim: lim, exe: &Executable{Size: size}, allowNoSymbols: opts.AllowNoSymbols}
 	return x.run(opts.ExpectBuildID)
 }
 
@@ -205,6 +210,8 @@ type extractor struct {
 	names *names
 	// frames hands out inline stacks from shared chunks.
 	frames frameArena
+	// allowNoSymbols is Options.AllowNoSymbols.
+	allowNoSymbols bool
 }
 
 func (x *extractor) run(expect string) (*Executable, error) {
@@ -264,7 +271,7 @@ func (x *extractor) run(expect string) (*Executable, error) {
 	if len(exe.Ranges) > x.lim.MaxRanges {
 		return nil, fmt.Errorf("%w: %d, the limit is %d", ErrTooManyRanges, len(exe.Ranges), x.lim.MaxRanges)
 	}
-	if len(exe.Ranges) == 0 {
+	if len(exe.Ranges) == 0 && !x.allowNoSymbols {
 		return nil, fmt.Errorf("%w: the file has no function symbols, DWARF or Go pclntab (stripped?); "+
 			"upload its separate debug file or an unstripped copy", ErrNoSymbols)
 	}

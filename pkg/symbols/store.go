@@ -175,21 +175,9 @@ func (r *executableRow) kinds() string {
 	return e.Sources()
 }
 
-// usableSegments reports whether the segments can place a mapping's
-// addresses: there are some, and none has a zero file size (a separate
-// debug file's code segments have none, as objcopy --only-keep-debug
-// leaves them).
-func (r *executableRow) usableSegments() bool {
-	if len(r.segs) == 0 {
-		return false
-	}
-	for _, sg := range r.segs {
-		if sg.Filesz == 0 {
-			return false
-		}
-	}
-	return true
-}
+// usableSegments reports whether the row's segments can place a
+// mapping's addresses (UsableSegments).
+func (r *executableRow) usableSegments() bool { return UsableSegments(r.segs) }
 
 // current reads the newest stored row of a build id, nil when none.
 func (s *Store) current(ctx context.Context, tenant, buildID string) (*executableRow, error) {

@@ -351,69 +351,104 @@ func (e *fetchError) Unwrap() error { return e.err }
 // errNotFound is a 404.
 var errNotFound = errors.New("not found")
 
-// fetch tries every server and artifact until one gives a usable file,
-// stores its symbols and returns "" — or the reason it failed
-// ("canceled" when the fetcher is closing).
+// fetch stores the symbols of one build id and returns "", or the reason
+// it failed ("canceled" when the fetcher is closing). It asks the servers
+// for the debug file first; a debug file's code segments cannot place
+// addresses (symbols.UsableSegments), so then the executable is fetched
+// too, and Store.Put combines the two (the debug file's symbols, the
+// executable's segments). Without a debug file, the executable alone.
 func (f *Fetcher) fetch(it item) string {
-	var last *fetchError
+	failed := map[*url.URL]bool{} // servers that failed for a transport reason: not asked again for this build id
+	dbg, reason := f.obtain(it, "debuginfo", failed, false)
+	switch {
+	case reason == "canceled" || reason == ReasonStore:
+		return reason
+	case reason == "" && symbols.UsableSegments(dbg.Segments):
+		return ""
+	}
+	// After a debug file, the executable is wanted for its segments alone:
+	// a stripped one that exports no function is fine.
+	_, exeReason := f.obtain(it, "executable", failed, reason == "")
+	switch {
+	case exeReason == "canceled":
+		return exeReason
+	case exeReason == "" || reason == "": // either stored
+		if exeReason != "" {
+			f.log.Info("debuginfod: debug file stored without its executable: addresses may not resolve until the executable is uploaded",
+				"build_id", it.buildID, "reason", exeReason)
+		}
+		return ""
+	case reason == ReasonNotFound:
+		reason = exeReason
+	}
+	if reason == ReasonNotFound {
+		f.log.Debug("debuginfod: no server has the build id", "build_id", it.buildID)
+	} else {
+		f.log.Info("debuginfod: fetching symbols failed", "build_id", it.buildID, "reason", reason)
+	}
+	return reason
+}
+
+// obtain asks each server in turn for one artifact until one gives a
+// usable file, and stores its symbols. It returns them, or the reason of
+// the last failure (ReasonNotFound when every server answered 404).
+// segmentsOnly accepts a file without symbols (see fetch).
+func (f *Fetcher) obtain(it item, artifact string, failed map[*url.URL]bool, segmentsOnly bool) (*symbols.Executable, string) {
+	reason := ReasonNotFound
 	for _, u := range f.urls {
-		for _, artifact := range artifacts {
-			err := f.fetchFrom(it, u, artifact)
-			if err == nil {
-				return ""
-			}
-			if f.ctx.Err() != nil {
-				return "canceled"
-			}
-			if errors.Is(err, errNotFound) {
-				continue
-			}
-			var fe *fetchError
-			if !errors.As(err, &fe) {
-				fe = &fetchError{reason: ReasonHTTP, err: err}
-			}
-			if fe.reason == ReasonStore { // ClickHouse, not the server: another server will not help
-				f.log.Warn("debuginfod: storing symbols failed", "build_id", it.buildID, "error", err)
-				return ReasonStore
-			}
-			last = fe
-			f.log.Debug("debuginfod: no usable file", "server", u.Redacted(), "build_id", it.buildID, "artifact", artifact, "error", err)
-			if fe.reason == ReasonTimeout || fe.reason == ReasonNetwork || fe.reason == ReasonHTTP {
-				break // this server fails: the next one
-			}
+		if failed[u] {
+			continue
+		}
+		exe, err := f.fetchFrom(it, u, artifact, segmentsOnly)
+		if err == nil {
+			return exe, ""
+		}
+		if f.ctx.Err() != nil {
+			return nil, "canceled"
+		}
+		if errors.Is(err, errNotFound) {
+			continue
+		}
+		var fe *fetchError
+		if !errors.As(err, &fe) {
+			fe = &fetchError{reason: ReasonHTTP, err: err}
+		}
+		if fe.reason == ReasonStore { // ClickHouse, not the server: another server will not help
+			f.log.Warn("debuginfod: storing symbols failed", "build_id", it.buildID, "error", err)
+			return nil, ReasonStore
+		}
+		reason = fe.reason
+		f.log.Debug("debuginfod: no usable file", "server", u.Redacted(), "build_id", it.buildID, "artifact", artifact, "error", err)
+		if fe.reason == ReasonTimeout || fe.reason == ReasonNetwork || fe.reason == ReasonHTTP {
+			failed[u] = true
 		}
 	}
-	if last == nil {
-		f.log.Debug("debuginfod: no server has the build id", "build_id", it.buildID)
-		return ReasonNotFound
-	}
-	f.log.Info("debuginfod: fetching symbols failed", "build_id", it.buildID, "reason", last.reason, "error", last.err)
-	return last.reason
+	return nil, reason
 }
 
 // fetchFrom downloads one artifact from one server, extracts its symbols,
 // checks its build id and stores them.
-func (f *Fetcher) fetchFrom(it item, u *url.URL, artifact string) error {
+func (f *Fetcher) fetchFrom(it item, u *url.URL, artifact string, segmentsOnly bool) (*symbols.Executable, error) {
 	path, size, err := f.download(u, it.buildID, artifact)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { _ = os.Remove(path) }()
 	file, err := os.Open(path) //nolint:gosec // G304: our own temporary file
 	if err != nil {
-		return &fetchError{reason: ReasonBadFile, err: err}
+		return nil, &fetchError{reason: ReasonBadFile, err: err}
 	}
 	defer func() { _ = file.Close() }()
 	exe, err := symbols.ExtractWith(file, size, symbols.Options{
-		Limits: symbols.Limits{MaxFileBytes: f.cfg.MaxFileBytes}, ExpectBuildID: it.buildID,
+		Limits: symbols.Limits{MaxFileBytes: f.cfg.MaxFileBytes}, ExpectBuildID: it.buildID, AllowNoSymbols: segmentsOnly,
 	})
 	switch {
 	case errors.Is(err, symbols.ErrBuildIDMismatch):
-		return &fetchError{reason: ReasonMismatch, err: err}
+		return nil, &fetchError{reason: ReasonMismatch, err: err}
 	case errors.Is(err, symbols.ErrTooLarge):
-		return &fetchError{reason: ReasonTooLarge, err: err}
+		return nil, &fetchError{reason: ReasonTooLarge, err: err}
 	case err != nil:
-		return &fetchError{reason: ReasonBadFile, err: err}
+		return nil, &fetchError{reason: ReasonBadFile, err: err}
 	}
 	name := it.file
 	if name == "" {
@@ -421,13 +456,13 @@ func (f *Fetcher) fetchFrom(it item, u *url.URL, artifact string) error {
 	}
 	stored, err := f.store.Put(f.ctx, it.tenant, symbols.SourceDebuginfod, name, exe)
 	if err != nil {
-		return &fetchError{reason: ReasonStore, err: err}
+		return nil, &fetchError{reason: ReasonStore, err: err}
 	}
-	f.m.fetched.Inc()
+	f.m.fetched.WithLabelValues(artifact).Inc()
 	f.m.bytes.Add(float64(size))
 	f.log.Info("debuginfod: symbols stored", "server", u.Redacted(), "tenant", it.tenant, "build_id", it.buildID, "file", name,
-		"artifact", artifact, "bytes", size, "ranges", stored.Ranges, "held", exe.Sources())
-	return nil
+		"artifact", artifact, "bytes", size, "ranges", stored.Ranges, "held", exe.Sources(), "merged", stored.Merged)
+	return exe, nil
 }
 
 // download GETs <server>/buildid/<id>/<artifact> into a temporary file,

@@ -285,7 +285,7 @@ func TestFetcherStoresWhatItFetches(t *testing.T) {
 			require.Len(t, puts, 1)
 			require.Equal(t, put{tenant: "acme", source: symbols.SourceDebuginfod, file: "/usr/bin/prog", buildID: bin.BuildID, ranges: puts[0].ranges}, puts[0])
 			require.Positive(t, puts[0].ranges)
-			require.InDelta(t, 1, value(t, h.f.m.fetched), 0)
+			require.InDelta(t, 1, value(t, h.f.m.fetched.WithLabelValues("debuginfo"))+value(t, h.f.m.fetched.WithLabelValues("executable")), 0)
 			h.see(bin.BuildID, "/usr/bin/prog") // stored: not fetched again
 			require.Equal(t, tc.wantRequests, srv.requests.Load())
 		})
@@ -304,9 +304,49 @@ func TestFetcherTriesTheNextServer(t *testing.T) {
 	h.see(bin.BuildID, "")
 	require.Equal(t, outcome{bin.BuildID, ""}, h.wait(t))
 	require.Equal(t, int32(2), down.requests.Load(), "one retry, then the next server")
-	require.Equal(t, int32(2), empty.requests.Load())
+	require.Equal(t, int32(1), empty.requests.Load(), "404 for the debug file; the good server has it")
 	require.Equal(t, int32(1), good.requests.Load())
 	require.Equal(t, bin.BuildID, h.store.all()[0].file, "without a mapping file name, the build id names it")
+}
+
+// TestFetcherCombinesDebugFileAndExecutable is a distribution's layout:
+// the server has a separate debug file (DWARF, code segments without file
+// size) and the stripped executable. Both are fetched and stored, the
+// debug file first; Store.Put combines them.
+func TestFetcherCombinesDebugFileAndExecutable(t *testing.T) {
+	bin := nativebin.Build(t, nativebin.Spec{Sources: nativebin.ProgramC, Kind: nativebin.PIE})
+	dbg, stripped := nativebin.DebugOnly(t, bin), nativebin.Stripped(t, bin)
+	serveDbg, serveExe := serveFile(t, dbg.Path), serveFile(t, stripped.Path)
+	for _, tc := range []struct {
+		name      string
+		exe       bool
+		wantPuts  int
+		wantDwarf bool
+	}{
+		{name: "debug file and executable", exe: true, wantPuts: 2},
+		{name: "debug file only: stored anyway", exe: false, wantPuts: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request, artifact string, _ int32) {
+				switch {
+				case artifact == "debuginfo":
+					serveDbg(w, r)
+				case tc.exe:
+					serveExe(w, r)
+				default:
+					http.NotFound(w, r)
+				}
+			})
+			h := newHarness(t, []string{srv.URL}, nil)
+			h.see(bin.BuildID, "/usr/bin/prog")
+			require.Equal(t, outcome{bin.BuildID, ""}, h.wait(t))
+			puts := h.store.all()
+			require.Len(t, puts, tc.wantPuts)
+			require.Equal(t, int32(2), srv.requests.Load())
+			require.InDelta(t, 1, value(t, h.f.m.fetched.WithLabelValues("debuginfo")), 0)
+			require.InDelta(t, float64(tc.wantPuts-1), value(t, h.f.m.fetched.WithLabelValues("executable")), 0)
+		})
+	}
 }
 
 func TestFetcherSkipsWhatItNeedNotFetch(t *testing.T) {

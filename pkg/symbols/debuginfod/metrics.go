@@ -7,7 +7,7 @@ import (
 )
 
 type metrics struct {
-	fetched      prometheus.Counter
+	fetched      *prometheus.CounterVec
 	bytes        prometheus.Counter
 	failed       *prometheus.CounterVec
 	negativeHits prometheus.Counter
@@ -16,9 +16,10 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer, queueLength func() float64) (*metrics, error) {
 	m := &metrics{
-		fetched: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "flamehouse_symbols_debuginfod_fetched_total", Help: "Executables whose symbols were fetched from debuginfod and stored.",
-		}),
+		fetched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flamehouse_symbols_debuginfod_fetched_total",
+			Help: "Files fetched from debuginfod and stored, by artifact (debuginfo, executable: a debug file's executable is fetched for its segments).",
+		}, []string{"artifact"}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flamehouse_symbols_debuginfod_fetched_bytes_total", Help: "Bytes of the files fetched from debuginfod and stored.",
 		}),
@@ -33,6 +34,9 @@ func newMetrics(reg prometheus.Registerer, queueLength func() float64) (*metrics
 		queue: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "flamehouse_symbols_debuginfod_queue_length", Help: "Build ids queued for debuginfod or being fetched.",
 		}, queueLength),
+	}
+	for _, a := range artifacts {
+		m.fetched.WithLabelValues(a)
 	}
 	for _, r := range []string{ReasonNotFound, ReasonHTTP, ReasonTimeout, ReasonNetwork, ReasonTooLarge, ReasonMismatch, ReasonBadFile, ReasonStore, ReasonQueueFull} {
 		m.failed.WithLabelValues(r) // every reason reads 0 before its first failure
