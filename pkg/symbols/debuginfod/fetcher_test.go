@@ -367,39 +367,68 @@ func TestFetcherSkipsWhatItNeedNotFetch(t *testing.T) {
 	require.LessOrEqual(t, h.known.lookups.Load(), int32(2))
 }
 
-func TestFetcherQueueIsBoundedAndCloseCancels(t *testing.T) {
-	release := make(chan struct{})
-	started := make(chan struct{}, 1)
-	srv := newServer(t, func(_ http.ResponseWriter, r *http.Request, _ string, _ int32) {
-		select {
-		case started <- struct{}{}:
-		default:
-		}
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	})
-	defer close(release)
+// gatedKnown blocks every lookup until the gate opens or the fetcher closes.
+type gatedKnown struct {
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (k *gatedKnown) Known(ctx context.Context, _ string, _ []string) (map[string]bool, error) {
+	select {
+	case k.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-k.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return nil, nil
+}
+
+func TestFetcherQueueIsBounded(t *testing.T) {
+	srv := newServer(t, notFound)
 	cfg := DefaultConfig()
 	cfg.URLs, cfg.Concurrency, cfg.QueueSize = []string{srv.URL}, 1, 2
-	store := &recordingStore{}
-	f, err := New(cfg, store, &staticKnown{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	known := &gatedKnown{entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	f, err := New(cfg, &recordingStore{}, known, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	require.NoError(t, err)
+	defer func() { require.NoError(t, f.Close(context.Background())) }()
 	f.Unsymbolized("acme", []pipeline.Executable{{BuildID: otherID}})
-	<-started // the worker holds the first build id
+	<-known.entered // the dispatcher holds the first build id
 	var exes []pipeline.Executable
 	for i := range 10 {
 		exes = append(exes, pipeline.Executable{BuildID: fmt.Sprintf("%040x", i+1)})
 	}
 	f.Unsymbolized("acme", exes)
-	dropped := value(t, f.m.failed.WithLabelValues(ReasonQueueFull))
-	require.GreaterOrEqual(t, dropped, float64(10-cfg.QueueSize-1), "the queue holds queue_size build ids (the dispatcher may hold one more)")
-	require.InDelta(t, float64(11)-dropped, value(t, f.m.queue), 0)
+	require.InDelta(t, 8, value(t, f.m.failed.WithLabelValues(ReasonQueueFull)), 0, "queue_size build ids wait; the rest are dropped")
+	require.InDelta(t, 3, value(t, f.m.queue), 0, "one being looked up, two queued")
+	f.Unsymbolized("acme", exes[:2]) // already queued: not again, not dropped
+	require.InDelta(t, 8, value(t, f.m.failed.WithLabelValues(ReasonQueueFull)), 0)
+}
 
-	require.NoError(t, f.Close(context.Background()), "Close cancels the fetch in flight and returns")
+func TestFetcherCloseCancelsTheFetchInFlight(t *testing.T) {
+	started := make(chan struct{}, 1)
+	srv := newServer(t, func(_ http.ResponseWriter, r *http.Request, _ string, _ int32) {
+		started <- struct{}{}
+		<-r.Context().Done() // never answers
+	})
+	cfg := DefaultConfig()
+	cfg.URLs = []string{srv.URL}
+	store := &recordingStore{}
+	f, err := New(cfg, store, &staticKnown{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	require.NoError(t, err)
+	var outcomes atomic.Int32
+	f.done = func(string, string) { outcomes.Add(1) }
+	f.Unsymbolized("acme", []pipeline.Executable{{BuildID: otherID}})
+	<-started
+	require.NoError(t, f.Close(context.Background()), "Close cancels the download and waits for the workers")
 	f.Unsymbolized("acme", []pipeline.Executable{{BuildID: otherID}}) // after Close: ignored
 	require.Empty(t, store.all())
+	require.Zero(t, outcomes.Load(), "a cancelled fetch is no failure")
+	for _, r := range []string{ReasonTimeout, ReasonNetwork, ReasonHTTP} {
+		require.Zero(t, value(t, f.m.failed.WithLabelValues(r)), r)
+	}
 }
 
 func TestFetcherStoreFailureIsRetriedLater(t *testing.T) {
