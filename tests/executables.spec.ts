@@ -1,0 +1,93 @@
+import { expect, test } from '@grafana/plugin-e2e';
+
+import {
+  CPU,
+  DATASOURCES_FILE,
+  FLAME_GRAPH,
+  Query,
+  SERVICE,
+  SKIP_REASON,
+  column,
+  exploreUrl,
+  flameGraphTotal,
+  framesOf,
+  queryResponseWhere,
+  screenshot,
+  settledHour,
+} from './helpers';
+
+// Browser tests need a running Grafana with the built plugin and data in
+// ClickHouse (docs/grafana.md, "End-to-end tests").
+test.skip(!process.env.GRAFANA_URL, SKIP_REASON);
+
+const service = `{service_name="${SERVICE}"}`;
+/** The Executables query type (docs/symbols.md); helpers' Query lists the types the other specs use. */
+const EXECUTABLES = 'executables' as Query['queryType'];
+const SOURCES = ['upload', 'debuginfod', 'on host', 'none'];
+
+test("the Executables view lists the demo's executables, and a row opens the flame graph of that executable", async ({
+  readProvisionedDataSource,
+  page,
+  explorePage,
+}) => {
+  const ds = await readProvisionedDataSource({ fileName: DATASOURCES_FILE });
+  const response = queryResponseWhere(page, (q) => q.queryType === EXECUTABLES && q.labelSelector === service);
+  // A range that ended a minute ago: the link's flame graph sees the same samples as the view.
+  await page.goto(
+    exploreUrl(ds, [{ refId: 'A', queryType: EXECUTABLES, profileTypeId: CPU, labelSelector: service }], settledHour())
+  );
+
+  const [frame] = await framesOf(await response, 'A');
+  expect(frame.schema.name).toBe('executables');
+  expect(frame.schema.fields.map((f) => f.name)).toEqual([
+    'executable',
+    'buildId',
+    'samples',
+    'value',
+    'symbolized',
+    'frames',
+    'source',
+    'lastSeen',
+    'mappingFile',
+  ]);
+  const files = column(frame, 'mappingFile').map(String);
+  const shares = column(frame, 'samples').map(Number);
+  const sources = column(frame, 'source').map(String);
+  const values = column(frame, 'value').map(Number);
+  expect(files.length, 'the demo profiles flamehouse itself: its stacks run through mapped files').toBeGreaterThan(0);
+  expect(
+    [...shares].sort((a, b) => b - a),
+    'the largest share first'
+  ).toEqual(shares);
+  for (const s of shares) {
+    expect(s).toBeGreaterThan(0);
+    expect(s).toBeLessThanOrEqual(1);
+  }
+  for (const s of sources) {
+    expect(SOURCES).toContain(s);
+  }
+  // The Go binary's frames come named by the Go runtime's profiler.
+  expect(sources, 'the Go binary is named on the host').toContain('on host');
+
+  // The backend names the columns; the editor shows the type it runs.
+  await expect(explorePage.tablePanel.fieldNames).toContainText([
+    'Executable',
+    'Samples',
+    'Symbolized',
+    'Symbol source',
+  ]);
+  await expect(page.getByText('Type: Executables')).toBeVisible();
+
+  // The first row's executable opens the flame graph of the stacks through it, the row's file filled in.
+  const flame = queryResponseWhere(
+    page,
+    (q) => q.queryType === 'profile' && (q as { mappingFile?: string }).mappingFile === files[0]
+  );
+  const link = explorePage.tablePanel.locator.locator('a[title="Flame graph of this executable"]').first();
+  await expect(link).toBeVisible();
+  await link.click();
+  const total = flameGraphTotal(await framesOf(await flame, 'A'));
+  expect(total, "the flame graph's total is the row's value").toBe(values[0]);
+  await expect(page.locator(FLAME_GRAPH).first()).toBeVisible();
+  await screenshot(page, 'explore-executables');
+});
