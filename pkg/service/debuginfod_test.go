@@ -80,6 +80,7 @@ func TestDebuginfodFillsTheSymbolStore(t *testing.T) {
 	start := base + text.Vaddr
 	payload := unsymbolizedProfile(t, bin.BuildID, missing, start, start+text.Memsz, text.Offset, base+work.Addr+work.Size/2)
 	from := time.Now().Add(-time.Minute)
+	sent := time.Now()
 	postProfile(t, httpAddr, payload)
 
 	tenant := cfg.Ingest.Receiver.DefaultTenant
@@ -95,6 +96,7 @@ func TestDebuginfodFillsTheSymbolStore(t *testing.T) {
 			Scan(&source, &fileName, &ranges, &dwarf, &segSizes, &version)
 		return err == nil && !slices.Contains(segSizes, 0)
 	})
+	t.Logf("debug file and executable fetched, combined and stored %.2f s after the export (%d ranges)", time.Since(sent).Seconds(), ranges)
 	require.Equal(t, symbols.SourceDebuginfod, source)
 	require.Equal(t, "/usr/bin/prog", fileName, "named after the mapping its frames came from")
 	require.True(t, dwarf, "the debug file's DWARF")
