@@ -12,11 +12,15 @@
 // and batch of up to 256, and hands the rest to a fixed number of workers.
 //
 // A worker asks each server in turn for <url>/buildid/<hex>/debuginfo,
-// then, on 404, <url>/buildid/<hex>/executable, streaming the answer into
-// a temporary file (at most max_file_bytes), retrying 5xx answers,
-// timeouts and network errors with exponential backoff. The file goes
-// through symbols.ExtractWith, which checks that its build id is the one
-// asked for, and symbols.Store.Put, with source "debuginfod". A build id
+// and when none has it for <url>/buildid/<hex>/executable, streaming the
+// answer into a temporary file (at most max_file_bytes), retrying 5xx
+// answers, timeouts and network errors with exponential backoff. The file
+// goes through symbols.ExtractWith, which checks that its build id is the
+// one asked for, and symbols.Store.Put, with source "debuginfod". A
+// separate debug file's code segments cannot place addresses
+// (symbols.UsableSegments), so after one the executable is fetched too,
+// for its segments (symbols.Options.AllowNoSymbols), and Put combines the
+// two. A build id
 // that every server answers 404 for, or whose files are unusable (wrong
 // build id, too large, not ELF, no symbols), enters the negative cache for
 // negative_cache_ttl; one that failed for a transport reason for at most
