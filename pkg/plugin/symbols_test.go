@@ -109,7 +109,7 @@ func probeRequest(t testing.TB, at time.Time, service string, probes []probe) *c
 // tenant, as an upload does.
 func storeSymbols(t testing.TB, tables schema.Config, file string) {
 	t.Helper()
-	storeSymbolsWith(t, tables, file, "")
+	storeSymbolsWith(t, tables, file, "", symbols.SourceUpload)
 }
 
 // storeSymbolsWith is storeSymbols taking the PT_LOAD segments from
@@ -117,7 +117,7 @@ func storeSymbols(t testing.TB, tables schema.Config, file string) {
 // executable's virtual addresses but not its file offsets and sizes
 // (objcopy --only-keep-debug zeroes them), so its segments come from the
 // executable of the same build id.
-func storeSymbolsWith(t testing.TB, tables schema.Config, file, segmentsOf string) {
+func storeSymbolsWith(t testing.TB, tables schema.Config, file, segmentsOf, source string) {
 	t.Helper()
 	srv := chtest.Get(t)
 	fh, err := os.Open(file) //nolint:gosec // G304: the test's own file
@@ -130,7 +130,7 @@ func storeSymbolsWith(t testing.TB, tables schema.Config, file, segmentsOf strin
 	if segmentsOf != "" {
 		exe.Segments = loadSegments(t, segmentsOf)
 	}
-	stored, err := symbols.NewStore(tables, srv.Open(t), srv.NativeInserter(t)).Put(context.Background(), "", symbols.SourceUpload, path.Base(file), exe)
+	stored, err := symbols.NewStore(tables, srv.Open(t), srv.NativeInserter(t)).Put(context.Background(), "", source, path.Base(file), exe)
 	require.NoError(t, err)
 	require.Positive(t, stored.Ranges)
 }
@@ -305,7 +305,7 @@ func TestNativeFramesAreNamedLikeLLVMSymbolizer(t *testing.T) {
 			checks = append(checks, check{marker: m, want: want[i], file: c.file.name, samples: 1 + i%3})
 		}
 		if c.upload != "" {
-			storeSymbolsWith(t, tables, c.upload, c.segments)
+			storeSymbolsWith(t, tables, c.upload, c.segments, symbols.SourceUpload)
 		}
 	}
 	f.send(t, probeRequest(t, at, "native-probe", probes))
@@ -425,10 +425,22 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 	paths3, _ := chains(t, flameRows(t, requireOK(t, f.query(t, filtered, from, to))[0]))
 	require.Equal(t, map[string][]string{"lib": {"[libprobe.so]"}}, paths3)
 
-	// Once the library's symbols are stored as well, both sources show.
-	storeSymbols(t, tables, lib.Path)
+	// Once the library's symbols are fetched from debuginfod, its frames
+	// are named too and the view says where from.
+	storeSymbolsWith(t, tables, lib.Path, "", symbols.SourceDebuginfod)
 	paths4, _ := chains(t, flameRows(t, requireOK(t, f.query(t, filtered, from, to))[0]))
 	require.Equal(t, []string{nativebin.FuncLibEntry}, paths4["lib"])
+	exes = executablesRows(t, requireOK(t, queryAs(t, f.ds, map[string]any{
+		"queryType": "executables", "profileTypeId": cpuType, "labelSelector": `{service_name="deferred"}`,
+	}, from, to))[0], true)
+	sources := map[string]string{}
+	for _, r := range exes {
+		sources[r.executable] = r.source
+		if r.executable == "libprobe.so" {
+			require.InDelta(t, 1.0, r.symbolized, 0)
+		}
+	}
+	require.Equal(t, map[string]string{"prog": "upload", "libprobe.so": "debuginfod"}, sources, "frames without a mapped file are no executable")
 }
 
 // executableRow is one row of the executables view.
