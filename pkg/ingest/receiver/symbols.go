@@ -81,13 +81,37 @@ func (h *symbolsHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if serr.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", http.MethodPut)
 		}
+		h.r.metrics.requests.WithLabelValues("symbols", outcome(serr.status)).Inc()
 		h.r.log.Info("symbols upload refused", "status", serr.status, "error", serr.msg, "path", req.URL.Path)
 		writeJSON(w, serr.status, map[string]string{"error": serr.msg})
 		return
 	}
+	h.r.metrics.requests.WithLabelValues("symbols", "ok").Inc()
 	h.r.log.Info("symbols uploaded", "build_id", res.BuildID, "file", res.FileName, "symbols", res.Sources(),
 		"ranges", res.Ranges, "seconds", res.Seconds, "merged", res.Merged)
 	writeJSON(w, http.StatusOK, res)
+}
+
+// outcome names a refused upload's status for
+// flamehouse_ingest_requests_total{protocol="symbols"}.
+func outcome(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "unauthenticated"
+	case http.StatusRequestEntityTooLarge:
+		return "too_large"
+	case http.StatusUnprocessableEntity:
+		return "unprocessable"
+	case http.StatusMethodNotAllowed:
+		return "method"
+	case http.StatusUnsupportedMediaType:
+		return "content_encoding"
+	case http.StatusServiceUnavailable:
+		return "unavailable"
+	case http.StatusInternalServerError:
+		return "error"
+	}
+	return "bad_request"
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
@@ -204,6 +205,15 @@ func TestSymbolsUploadWithAuth(t *testing.T) {
 	}
 	t.Run("nothing-stored", func(t *testing.T) {
 		require.Empty(t, e.storedBuildIDs(t))
+	})
+	t.Run("counted", func(t *testing.T) {
+		got := map[string]float64{}
+		for _, o := range []string{"unauthenticated", "unprocessable", "bad_request", "too_large", "content_encoding"} {
+			var m dto.Metric
+			require.NoError(t, e.r.metrics.requests.WithLabelValues("symbols", o).Write(&m))
+			got[o] = m.GetCounter().GetValue()
+		}
+		require.Equal(t, map[string]float64{"unauthenticated": 2, "unprocessable": 4, "bad_request": 5, "too_large": 2, "content_encoding": 1}, got)
 	})
 	t.Run("method", func(t *testing.T) {
 		resp, err := http.Post(e.base+SymbolsPathPrefix+bin.BuildID, "application/octet-stream", bytes.NewReader(good))
