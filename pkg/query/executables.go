@@ -25,6 +25,7 @@ import (
 const (
 	SourceUpload     = symbols.SourceUpload     // symbols uploaded (CLI or HTTP)
 	SourceDebuginfod = symbols.SourceDebuginfod // symbols fetched from a debuginfod server
+	SourceHost       = symbols.SourceHost       // symbols found on the ingest's machine by build id
 	SourceOnHost     = "on host"                // the profiler sent names (no symbols stored)
 	SourceNone       = "none"                   // neither: frames are addresses
 )
@@ -360,8 +361,8 @@ func (e *Engine) executablesView(ctx context.Context, l layout, r *Request) (*da
 // row, else the sender when it named some of its frames.
 func (s *executableSums) source(x *exeSum) string {
 	if st := s.stored[x.key.buildID]; st != nil && x.key.buildID != "" {
-		if st.source == SourceDebuginfod {
-			return SourceDebuginfod
+		if st.source == SourceDebuginfod || st.source == SourceHost {
+			return st.source
 		}
 		return SourceUpload
 	}

@@ -55,6 +55,12 @@ type SymbolsConfig struct {
 	// that ingested frames left unsymbolized from debuginfod servers
 	// (docs/symbols-debuginfod.md). Off without urls.
 	Debuginfod debuginfod.Config `yaml:"debuginfod"`
+	// Host looks for those executables' files on the ingest's own machine,
+	// by build id (debug dirs, the mapping's path), before any server; on
+	// by default, since a file is used only when its build id is the
+	// frame's (docs/symbols.md, "On host"). Its size limit is
+	// debuginfod.max_file_bytes.
+	Host debuginfod.HostConfig `yaml:"host"`
 	// Upload is the PUT /v1/symbols/<build id> endpoint on the ingest
 	// service's HTTP listener; its byte limit also bounds
 	// `flamehouse symbols upload` (docs/symbols-upload.md).
@@ -63,12 +69,13 @@ type SymbolsConfig struct {
 
 // DefaultSymbolsConfig returns the symbols section's defaults.
 func DefaultSymbolsConfig() SymbolsConfig {
-	return SymbolsConfig{Debuginfod: debuginfod.DefaultConfig(), Upload: symbols.DefaultUploadConfig()}
+	return SymbolsConfig{Debuginfod: debuginfod.DefaultConfig(), Host: debuginfod.DefaultHostConfig(), Upload: symbols.DefaultUploadConfig()}
 }
 
 // RegisterFlags binds the symbols section to flags with the given prefix.
 func (c *SymbolsConfig) RegisterFlags(f *flag.FlagSet, prefix string) {
 	c.Debuginfod.RegisterFlags(f, prefix+"debuginfod.")
+	c.Host.RegisterFlags(f, prefix+"host.")
 	c.Upload.RegisterFlags(f, prefix+"upload.")
 }
 
@@ -77,6 +84,9 @@ func (c *SymbolsConfig) Validate() error {
 	var err error
 	if e := c.Debuginfod.Validate(); e != nil {
 		err = errors.Join(err, prefixed("debuginfod", e))
+	}
+	if e := c.Host.Validate(); e != nil {
+		err = errors.Join(err, prefixed("host", e))
 	}
 	if e := c.Upload.Validate(); e != nil {
 		err = errors.Join(err, prefixed("upload", e))

@@ -44,7 +44,7 @@ type Service struct {
 	native   *chclient.NativeInserter
 	serveErr chan error
 	ingester *ingest.Ingester
-	// fetcher fetches symbols from debuginfod (nil when off).
+	// fetcher finds symbols on this host and fetches them from debuginfod (nil when both are off).
 	fetcher *debuginfod.Fetcher
 	// stopProfiling ends self-profiling; profilingDone closes when it has.
 	stopProfiling context.CancelFunc
@@ -135,19 +135,19 @@ func (s *Service) startIngest(ctx context.Context) error {
 		s.native, native = inserter, inserter
 	}
 	var sink pipeline.UnsymbolizedSink
-	if s.cfg.Symbols.Debuginfod.Enabled() {
+	if sym := s.cfg.Symbols; sym.Debuginfod.Enabled() || sym.Host.Enabled {
 		var symNative symbols.NativeInserter
 		if s.native != nil {
 			symNative = s.native
 		}
 		store := symbols.NewStore(s.cfg.Schema, s.conn, symNative)
-		f, err := debuginfod.New(s.cfg.Symbols.Debuginfod, store, debuginfod.NewTableKnown(s.conn, s.cfg.Schema), s.log, reg)
+		f, err := debuginfod.NewWithHost(sym.Debuginfod, sym.Host, store, debuginfod.NewTableKnown(s.conn, s.cfg.Schema), s.log, reg)
 		if err != nil {
 			return fmt.Errorf("start ingest: %w", err)
 		}
 		s.fetcher, sink = f, f
-		s.log.Info("fetching symbols of unsymbolized executables from debuginfod", "servers", len(s.cfg.Symbols.Debuginfod.URLs),
-			"concurrency", s.cfg.Symbols.Debuginfod.Concurrency)
+		s.log.Info("fetching symbols of unsymbolized executables", "host", sym.Host.Enabled, "debug_dirs", sym.Host.DebugDirs,
+			"debuginfod_servers", len(sym.Debuginfod.URLs), "concurrency", sym.Debuginfod.Concurrency)
 	}
 	in, err := ingest.NewWithSink(s.cfg.Ingest, s.cfg.Schema, s.conn, native, sink, s.log, reg, s.tracingOptions()...)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 const (
 	SourceUpload     = "upload"
 	SourceDebuginfod = "debuginfod"
+	SourceHost       = "host" // found on the ingest's own machine by build id
 )
 
 // NativeInserter sends an insert whose data is a ClickHouse Native block

@@ -66,18 +66,22 @@ type item struct {
 	file string
 }
 
-// Fetcher fetches, in the background, the symbols of executables that
-// ingested frames left unsymbolized from debuginfod servers, and stores
-// them with source "debuginfod". It is a pipeline.UnsymbolizedSink.
+// Fetcher finds, in the background, the symbols of executables that
+// ingested frames left unsymbolized, on this host (source "host") and on
+// debuginfod servers (source "debuginfod"), and stores them. It is a
+// pipeline.UnsymbolizedSink.
 type Fetcher struct {
-	cfg    Config
-	urls   []*url.URL
-	store  Store
-	known  Known
-	client *http.Client
-	log    *slog.Logger
-	m      *metrics
-	now    func() time.Time
+	cfg  Config
+	host HostConfig
+	// sources are asked in order for each artifact: the host, then the
+	// servers.
+	sources []source
+	store   Store
+	known   Known
+	client  *http.Client
+	log     *slog.Logger
+	m       *metrics
+	now     func() time.Time
 
 	queue  chan item
 	work   chan item
@@ -100,25 +104,38 @@ type Fetcher struct {
 	done func(buildID, reason string)
 }
 
-// New starts a fetcher with cfg.Concurrency workers. cfg must be valid
-// and enabled. Close stops it.
+// New starts a fetcher of debuginfod servers alone (no host source):
+// NewWithHost with the host source off.
 func New(cfg Config, store Store, known Known, log *slog.Logger, reg prometheus.Registerer) (*Fetcher, error) {
+	return NewWithHost(cfg, HostConfig{}, store, known, log, reg)
+}
+
+// NewWithHost starts a fetcher with cfg.Concurrency workers that looks on
+// this host first, when host is enabled, then on cfg's servers. Both
+// configs must be valid and one of them enabled. Close stops it.
+func NewWithHost(cfg Config, host HostConfig, store Store, known Known, log *slog.Logger, reg prometheus.Registerer) (*Fetcher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("debuginfod config: %w", err)
 	}
-	if !cfg.Enabled() {
-		return nil, errors.New("debuginfod config: no urls")
+	if err := host.Validate(); err != nil {
+		return nil, fmt.Errorf("symbols host config: %w", err)
+	}
+	if !cfg.Enabled() && !host.Enabled {
+		return nil, errors.New("symbols fetcher: no debuginfod urls and the host source is off")
 	}
 	f := &Fetcher{
-		cfg: cfg, store: store, known: known, log: log, now: time.Now,
+		cfg: cfg, host: host, store: store, known: known, log: log, now: time.Now,
 		client:  &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}, //nolint:forcetypeassert // the standard library's
 		queue:   make(chan item, cfg.QueueSize),
 		work:    make(chan item),
 		pending: map[key]struct{}{}, negative: map[string]time.Time{}, stored: map[key]time.Time{},
 	}
+	if host.Enabled {
+		f.sources = append(f.sources, &hostSource{dirs: host.DebugDirs, maxBytes: cfg.MaxFileBytes})
+	}
 	for _, raw := range cfg.URLs {
 		u, _ := parseURL(raw) // validated
-		f.urls = append(f.urls, u)
+		f.sources = append(f.sources, &serverSource{f: f, u: u})
 	}
 	m, err := newMetrics(reg, f.queueLength)
 	if err != nil {
@@ -146,7 +163,7 @@ func (f *Fetcher) Unsymbolized(tenant string, exes []pipeline.Executable) {
 		return
 	}
 	for _, e := range exes {
-		if !validBuildID(e.BuildID) { // a Go build id or a profiler's own hash: no debuginfod has it
+		if !validBuildID(e.BuildID) { // a Go build id or a profiler's own hash: no debuginfod has it, no .build-id path names it
 			continue
 		}
 		k := key{tenant, e.BuildID}
@@ -352,13 +369,14 @@ func (e *fetchError) Unwrap() error { return e.err }
 var errNotFound = errors.New("not found")
 
 // fetch stores the symbols of one build id and returns "", or the reason
-// it failed ("canceled" when the fetcher is closing). It asks the servers
-// for the debug file first; a debug file's code segments cannot place
-// addresses (symbols.UsableSegments), so then the executable is fetched
-// too, and Store.Put combines the two (the debug file's symbols, the
-// executable's segments). Without a debug file, the executable alone.
+// it failed ("canceled" when the fetcher is closing). It asks the sources
+// (this host, then the servers) for the debug file first; a debug file's
+// code segments cannot place addresses (symbols.UsableSegments), so then
+// the executable is looked for too, and Store.Put combines the two (the
+// debug file's symbols, the executable's segments), whichever sources
+// they came from. Without a debug file, the executable alone.
 func (f *Fetcher) fetch(it item) string {
-	failed := map[*url.URL]bool{} // servers that failed for a transport reason: not asked again for this build id
+	failed := map[source]bool{} // servers that failed for a transport reason: not asked again for this build id
 	dbg, reason := f.obtain(it, "debuginfo", failed, false)
 	switch {
 	case reason == "canceled" || reason == ReasonStore:
@@ -382,24 +400,24 @@ func (f *Fetcher) fetch(it item) string {
 		reason = exeReason
 	}
 	if reason == ReasonNotFound {
-		f.log.Debug("debuginfod: no server has the build id", "build_id", it.buildID)
+		f.log.Debug("debuginfod: no source has the build id", "build_id", it.buildID)
 	} else {
-		f.log.Info("debuginfod: fetching symbols failed", "build_id", it.buildID, "reason", reason)
+		f.log.Info("debuginfod: fetching symbols failed", "build_id", it.buildID, "file", it.file, "reason", reason)
 	}
 	return reason
 }
 
-// obtain asks each server in turn for one artifact until one gives a
+// obtain asks each source in turn for one artifact until one gives a
 // usable file, and stores its symbols. It returns them, or the reason of
-// the last failure (ReasonNotFound when every server answered 404).
+// the last failure (ReasonNotFound when no source had the artifact).
 // segmentsOnly accepts a file without symbols (see fetch).
-func (f *Fetcher) obtain(it item, artifact string, failed map[*url.URL]bool, segmentsOnly bool) (*symbols.Executable, string) {
+func (f *Fetcher) obtain(it item, artifact string, failed map[source]bool, segmentsOnly bool) (*symbols.Executable, string) {
 	reason := ReasonNotFound
-	for _, u := range f.urls {
-		if failed[u] {
+	for _, src := range f.sources {
+		if failed[src] {
 			continue
 		}
-		exe, err := f.fetchFrom(it, u, artifact, segmentsOnly)
+		exe, err := f.fetchFrom(it, src, artifact, segmentsOnly)
 		if err == nil {
 			return exe, ""
 		}
@@ -413,32 +431,66 @@ func (f *Fetcher) obtain(it item, artifact string, failed map[*url.URL]bool, seg
 		if !errors.As(err, &fe) {
 			fe = &fetchError{reason: ReasonHTTP, err: err}
 		}
-		if fe.reason == ReasonStore { // ClickHouse, not the server: another server will not help
+		if fe.reason == ReasonStore { // ClickHouse, not the source: another source will not help
 			f.log.Warn("debuginfod: storing symbols failed", "build_id", it.buildID, "error", err)
 			return nil, ReasonStore
 		}
 		reason = fe.reason
-		f.log.Debug("debuginfod: no usable file", "server", u.Redacted(), "build_id", it.buildID, "artifact", artifact, "error", err)
+		f.log.Debug("debuginfod: no usable file", "source", src.String(), "build_id", it.buildID, "artifact", artifact, "error", err)
 		if fe.reason == ReasonTimeout || fe.reason == ReasonNetwork || fe.reason == ReasonHTTP {
-			failed[u] = true
+			failed[src] = true
 		}
 	}
 	return nil, reason
 }
 
-// fetchFrom downloads one artifact from one server, extracts its symbols,
-// checks its build id and stores them.
-func (f *Fetcher) fetchFrom(it item, u *url.URL, artifact string, segmentsOnly bool) (*symbols.Executable, error) {
-	path, size, err := f.download(u, it.buildID, artifact)
+// source is where the files of a build id are looked for: this host
+// (hostSource) or a debuginfod server.
+type source interface {
+	// open returns the artifact ("debuginfo" or "executable") of the
+	// item's build id, its size and what releases it, or errNotFound.
+	open(it item, artifact string) (*os.File, int64, func(), error)
+	// kind is the stored source: symbols.SourceHost or SourceDebuginfod.
+	kind() string
+	// String names the source in logs (a server's URL redacted).
+	String() string
+}
+
+// serverSource is a debuginfod server: open downloads the artifact into a
+// temporary file, removed on release.
+type serverSource struct {
+	f *Fetcher
+	u *url.URL
+}
+
+func (*serverSource) kind() string     { return symbols.SourceDebuginfod }
+func (s *serverSource) String() string { return s.u.Redacted() }
+
+func (s *serverSource) open(it item, artifact string) (*os.File, int64, func(), error) {
+	path, size, err := s.f.download(s.u, it.buildID, artifact)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	file, err := os.Open(path) //nolint:gosec // G304: our own temporary file
+	if err != nil {
+		_ = os.Remove(path)
+		return nil, 0, nil, &fetchError{reason: ReasonBadFile, err: err}
+	}
+	return file, size, func() {
+		_ = file.Close()
+		_ = os.Remove(path)
+	}, nil
+}
+
+// fetchFrom takes one artifact from one source, extracts its symbols,
+// checks its build id (a file with another one is refused, whichever
+// source gave it) and stores them with the source's kind.
+func (f *Fetcher) fetchFrom(it item, src source, artifact string, segmentsOnly bool) (*symbols.Executable, error) {
+	file, size, release, err := src.open(it, artifact)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = os.Remove(path) }()
-	file, err := os.Open(path) //nolint:gosec // G304: our own temporary file
-	if err != nil {
-		return nil, &fetchError{reason: ReasonBadFile, err: err}
-	}
-	defer func() { _ = file.Close() }()
+	defer release()
 	exe, err := symbols.ExtractWith(file, size, symbols.Options{
 		Limits: symbols.Limits{MaxFileBytes: f.cfg.MaxFileBytes}, ExpectBuildID: it.buildID, AllowNoSymbols: segmentsOnly,
 	})
@@ -454,13 +506,18 @@ func (f *Fetcher) fetchFrom(it item, u *url.URL, artifact string, segmentsOnly b
 	if name == "" {
 		name = it.buildID
 	}
-	stored, err := f.store.Put(f.ctx, it.tenant, symbols.SourceDebuginfod, name, exe)
+	kind := src.kind()
+	stored, err := f.store.Put(f.ctx, it.tenant, kind, name, exe)
 	if err != nil {
 		return nil, &fetchError{reason: ReasonStore, err: err}
 	}
-	f.m.fetched.WithLabelValues(artifact).Inc()
-	f.m.bytes.Add(float64(size))
-	f.log.Info("debuginfod: symbols stored", "server", u.Redacted(), "tenant", it.tenant, "build_id", it.buildID, "file", name,
+	if kind == symbols.SourceHost {
+		f.m.hostFound.WithLabelValues(artifact).Inc()
+	} else {
+		f.m.fetched.WithLabelValues(artifact).Inc()
+		f.m.bytes.Add(float64(size))
+	}
+	f.log.Info("debuginfod: symbols stored", "source", src.String(), "tenant", it.tenant, "build_id", it.buildID, "file", name,
 		"artifact", artifact, "bytes", size, "ranges", stored.Ranges, "held", exe.Sources(), "merged", stored.Merged)
 	return exe, nil
 }

@@ -8,6 +8,7 @@ import (
 
 type metrics struct {
 	fetched      *prometheus.CounterVec
+	hostFound    *prometheus.CounterVec
 	bytes        prometheus.Counter
 	failed       *prometheus.CounterVec
 	negativeHits prometheus.Counter
@@ -19,6 +20,10 @@ func newMetrics(reg prometheus.Registerer, queueLength func() float64) (*metrics
 		fetched: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flamehouse_symbols_debuginfod_fetched_total",
 			Help: "Files fetched from debuginfod and stored, by artifact (debuginfo, executable: a debug file's executable is fetched for its segments).",
+		}, []string{"artifact"}),
+		hostFound: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flamehouse_symbols_host_found_total",
+			Help: "Files found on this host by build id (debug dirs, the mapping's path) and stored, by artifact (debuginfo, executable).",
 		}, []string{"artifact"}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flamehouse_symbols_debuginfod_fetched_bytes_total", Help: "Bytes of the files fetched from debuginfod and stored.",
@@ -37,12 +42,13 @@ func newMetrics(reg prometheus.Registerer, queueLength func() float64) (*metrics
 	}
 	for _, a := range artifacts {
 		m.fetched.WithLabelValues(a)
+		m.hostFound.WithLabelValues(a)
 	}
 	for _, r := range []string{ReasonNotFound, ReasonHTTP, ReasonTimeout, ReasonNetwork, ReasonTooLarge, ReasonMismatch, ReasonBadFile, ReasonStore, ReasonQueueFull} {
 		m.failed.WithLabelValues(r) // every reason reads 0 before its first failure
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.fetched, m.bytes, m.failed, m.negativeHits, m.queue} {
+		for _, c := range []prometheus.Collector{m.fetched, m.hostFound, m.bytes, m.failed, m.negativeHits, m.queue} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register debuginfod metrics: %w", err)
 			}
