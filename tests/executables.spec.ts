@@ -8,6 +8,7 @@ import {
   SERVICE,
   SKIP_REASON,
   column,
+  dsQuery,
   exploreUrl,
   flameGraphTotal,
   framesOf,
@@ -23,19 +24,31 @@ test.skip(!process.env.GRAFANA_URL, SKIP_REASON);
 const service = `{service_name="${SERVICE}"}`;
 /** The Executables query type (docs/symbols.md); helpers' Query lists the types the other specs use. */
 const EXECUTABLES = 'executables' as Query['queryType'];
-const SOURCES = ['upload', 'debuginfod', 'on host', 'none'];
+const SOURCES = ['upload', 'debuginfod', 'host', 'on host', 'none'];
 
 test("the Executables view lists the demo's executables, and a row opens the flame graph of that executable", async ({
   readProvisionedDataSource,
   page,
   explorePage,
 }) => {
+  test.setTimeout(180_000); // the wait below for a settled minute with data, on a fresh start
   const ds = await readProvisionedDataSource({ fileName: DATASOURCES_FILE });
+  const query = { refId: 'A', queryType: EXECUTABLES, profileTypeId: CPU, labelSelector: service };
+  // A range that ended a minute ago, so that the link's flame graph sees the same samples as the view; on a fresh
+  // start, once that minute holds the demo's first profiles.
+  let range = settledHour();
+  await expect
+    .poll(
+      async () => {
+        range = settledHour();
+        const [f] = await framesOf(await dsQuery(page, ds, [query], range), 'A');
+        return f ? column(f, 'mappingFile').length : 0;
+      },
+      { message: 'the demo profiles flamehouse itself: its stacks run through mapped files', timeout: 120_000 }
+    )
+    .toBeGreaterThan(0);
   const response = queryResponseWhere(page, (q) => q.queryType === EXECUTABLES && q.labelSelector === service);
-  // A range that ended a minute ago: the link's flame graph sees the same samples as the view.
-  await page.goto(
-    exploreUrl(ds, [{ refId: 'A', queryType: EXECUTABLES, profileTypeId: CPU, labelSelector: service }], settledHour())
-  );
+  await page.goto(exploreUrl(ds, [query], range));
 
   const [frame] = await framesOf(await response, 'A');
   expect(frame.schema.name).toBe('executables');
