@@ -1,0 +1,203 @@
+package service
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	pb "go.opentelemetry.io/proto/otlp/profiles/v1development"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/flamehouse/flamehouse/internal/nativebin"
+	"github.com/flamehouse/flamehouse/internal/otlpbuild"
+	"github.com/flamehouse/flamehouse/pkg/query"
+	"github.com/flamehouse/flamehouse/pkg/schema"
+	"github.com/flamehouse/flamehouse/pkg/symbols"
+)
+
+// hostFrame is one native frame of hostProfile: a mapping (file, build
+// id, placement) and an address, nothing else.
+type hostFrame struct {
+	file, buildID              string
+	start, limit, offset, addr uint64
+}
+
+// hostProfile is an OTLP request of service native-app with one stack
+// through the given frames, leaf first.
+func hostProfile(t *testing.T, frames ...hostFrame) []byte {
+	t.Helper()
+	b := otlpbuild.New()
+	locs := make([]int32, 0, len(frames))
+	for _, f := range frames {
+		locs = append(locs, b.Location(b.Mapping(f.start, f.limit, f.offset, f.file, f.buildID), f.addr, "native"))
+	}
+	rp := b.Resource("service.name", "native-app")
+	sp := otlpbuild.Scope(rp, "test", "1")
+	now := uint64(time.Now().UnixNano()) //nolint:gosec // G115: after 1970
+	sp.Profiles = append(sp.Profiles, &pb.Profile{
+		SampleType: b.ValueType("samples", "count"), PeriodType: b.ValueType("cpu", "nanoseconds"), Period: 10_000_000,
+		TimeUnixNano: now - uint64(time.Second), DurationNano: uint64(time.Second),
+		Samples: []*pb.Sample{{StackIndex: b.Stack(locs...), TimestampsUnixNano: []uint64{now - uint64(time.Second/2)}}},
+	})
+	payload, err := proto.Marshal(b.Request())
+	require.NoError(t, err)
+	return payload
+}
+
+// placed is a frame in fn of the file at path (built bin), its code
+// segment mapped at base.
+func placed(t *testing.T, path string, bin nativebin.Binary, fn string, base uint64) (hostFrame, uint64) {
+	t.Helper()
+	text := codeSegment(t, path)
+	sym := bin.Func(t, fn)
+	vaddr := sym.Addr + sym.Size/2
+	return hostFrame{
+		file: path, buildID: bin.BuildID, start: base + text.Vaddr, limit: base + text.Vaddr + text.Memsz, offset: text.Offset, addr: base + vaddr,
+	}, vaddr
+}
+
+// TestHostFillsTheSymbolStore starts Flamehouse with no debuginfod server
+// and the host source on (the default), with a debug dir laid out by build
+// id. Frames carry only a mapping and an address:
+//
+//   - a gcc-built shared library lies at the mapping's path with the
+//     frame's build id: stored with source host, the executables view
+//     says host, and the flame graph names the frame as llvm-symbolizer
+//     names the same file and address;
+//   - a stripped PIE executable at the mapping's path, its debug file
+//     (objcopy --only-keep-debug) under <debug dir>/.build-id/xx/rest.debug:
+//     both found and combined (DWARF, the executable's segments), named
+//     as llvm-symbolizer names them with the debug dir;
+//   - the mapping's path holds a file with another build id: refused,
+//     counted build_id_mismatch, no row.
+func TestHostFillsTheSymbolStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine; skipped under -short")
+	}
+	nativebin.Require(t, "gcc", "objcopy", "llvm-symbolizer")
+	lib := nativebin.Build(t, nativebin.Spec{Sources: nativebin.LibraryC, Kind: nativebin.Shared})
+	prog := nativebin.Build(t, nativebin.Spec{Sources: nativebin.ProgramC, Kind: nativebin.PIE})
+	stripped, dbg := nativebin.Stripped(t, prog), nativebin.DebugOnly(t, prog)
+	debugDir := nativebin.DebugDir(t, dbg)
+	const claimed = "00112233445566778899aabbccddeeff00112233" // the frame's build id; the file at its path has another
+
+	cfg := localConfig(t)
+	cfg.SelfProfile.Enabled = false
+	cfg.Schema.Retention = schema.Retention{}
+	require.True(t, cfg.Symbols.Host.Enabled, "on by default")
+	require.Empty(t, cfg.Symbols.Debuginfod.URLs)
+	cfg.Symbols.Host.DebugDirs = []string{debugDir}
+	ctx := context.Background()
+	svc, err := Start(ctx, cfg, slog.New(slog.DiscardHandler), Everything)
+	require.NoError(t, err)
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = svc.Stop(ctx)
+		}
+	}()
+	_, httpAddr := svc.IngestAddresses()
+
+	libFrame, libAddr := placed(t, lib.Path, lib, nativebin.FuncLibHelper, 0x7f1200000000)
+	progFrame, progAddr := placed(t, stripped.Path, prog, nativebin.FuncWorkOuter, 0x55d0c0a00000)
+	progFrame.buildID = prog.BuildID // the stripped file keeps the build id
+	impostor := hostFrame{file: lib.Path, buildID: claimed, start: 0x7f3400000000, limit: 0x7f3400200000, addr: 0x7f3400001234}
+	from := time.Now().Add(-time.Minute)
+	postProfile(t, httpAddr, hostProfile(t, libFrame, progFrame, impostor))
+
+	tenant := cfg.Ingest.Receiver.DefaultTenant
+	type row struct {
+		source, file string
+		dwarf        bool
+		segSizes     []uint64
+	}
+	stored := func(buildID string) (row, bool) {
+		var r row
+		err := svc.Conn().QueryRow(ctx, "SELECT Source, FileName, HasDwarf, SegmentSizes FROM "+cfg.Schema.Qualified(schema.Executables)+
+			" WHERE TenantId = ? AND BuildId = ? ORDER BY UpdatedAt DESC LIMIT 1", tenant, buildID).Scan(&r.source, &r.file, &r.dwarf, &r.segSizes)
+		return r, err == nil
+	}
+	metrics := func() string {
+		resp, err := http.Get("http://" + httpAddr + "/metrics") //nolint:noctx // a test's loopback request
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(body)
+	}
+	waitFor(t, "both build ids stored, the impostor refused", func() bool {
+		_, libOK := stored(lib.BuildID)
+		p, progOK := stored(prog.BuildID)
+		return libOK && progOK && p.dwarf && !slices.Contains(p.segSizes, 0) &&
+			metricValue(metrics(), `flamehouse_symbols_debuginfod_failed_total{reason="build_id_mismatch"}`) == 1
+	})
+	l, _ := stored(lib.BuildID)
+	require.Equal(t, row{source: symbols.SourceHost, file: lib.Path, dwarf: true, segSizes: l.segSizes}, l)
+	p, _ := stored(prog.BuildID)
+	require.Equal(t, symbols.SourceHost, p.source)
+	require.Equal(t, stripped.Path, p.file)
+	_, ok := stored(claimed)
+	require.False(t, ok, "a file whose build id is not the frame's is never stored")
+	m := metrics()
+	require.InDelta(t, 2, metricValue(m, `flamehouse_symbols_host_found_total{artifact="executable"}`), 0, "the library and the stripped executable")
+	require.InDelta(t, 1, metricValue(m, `flamehouse_symbols_host_found_total{artifact="debuginfo"}`), 0, "the debug dir's file")
+	require.InDelta(t, 0, metricValue(m, `flamehouse_symbols_debuginfod_fetched_total{artifact="debuginfo"}`), 0, "no server")
+
+	// The flame graph names the frames as llvm-symbolizer names the same
+	// files and addresses (the stripped one through the debug dir).
+	engine := &query.Engine{Conn: svc.Conn(), Tables: cfg.Schema}
+	to := time.Now().Add(time.Minute)
+	frames, err := run(ctx, engine, from, to, map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="native-app"}`})
+	require.NoError(t, err)
+	labels := frames[0].Fields[3].Config.TypeConfig.Enum.Text
+	want := nativebin.Symbolize(t, lib.Path, []uint64{libAddr})[0]
+	want = append(want, nativebin.SymbolizeWith(t, stripped.Path, []uint64{progAddr}, "--debug-file-directory="+debugDir)[0]...)
+	require.NotEmpty(t, want)
+	for _, f := range want {
+		require.NotEmpty(t, f.Function)
+		require.Contains(t, labels, f.Function, "llvm-symbolizer's %+v; labels %v", f, labels)
+	}
+	require.Contains(t, labels, nativebin.FuncLibHelper)
+	require.Contains(t, labels, nativebin.FuncWorkOuter)
+	require.Contains(t, labels, "["+filepath.Base(lib.Path)+"]", "the impostor's frame keeps its label: %v", labels)
+
+	// The executables view says where the names came from.
+	frames, err = run(ctx, engine, from, to, map[string]any{"queryType": "executables", "profileTypeId": cpuType, "labelSelector": `{service_name="native-app"}`})
+	require.NoError(t, err)
+	sources := map[string]string{}
+	for i := range frames[0].Rows() {
+		sources[cell[string](frames[0], "buildId", i)] = cell[string](frames[0], "source", i)
+	}
+	require.Equal(t, map[string]string{lib.BuildID: query.SourceHost, prog.BuildID: query.SourceHost, claimed: query.SourceNone}, sources)
+
+	stopped = true
+	require.NoError(t, svc.Stop(ctx), "clean stop")
+}
+
+func TestSymbolsHostConfig(t *testing.T) {
+	defaults := DefaultConfig()
+	require.True(t, defaults.Symbols.Host.Enabled)
+	require.Equal(t, []string{"/usr/lib/debug"}, []string(defaults.Symbols.Host.DebugDirs))
+
+	path := writeFile(t, `
+symbols:
+  host:
+    debug_dirs: [/usr/lib/debug, /opt/debug]
+`)
+	cfg, _, err := ParseConfig("run", []string{"-config.file", path})
+	require.NoError(t, err)
+	require.True(t, cfg.Symbols.Host.Enabled, "unset keys keep their defaults")
+	require.Equal(t, []string{"/usr/lib/debug", "/opt/debug"}, []string(cfg.Symbols.Host.DebugDirs))
+	require.NoError(t, cfg.Validate())
+
+	cfg, _, err = ParseConfig("run", []string{"-symbols.host.enabled=false", "-symbols.host.debug-dirs", "/a, relative"})
+	require.NoError(t, err)
+	require.False(t, cfg.Symbols.Host.Enabled)
+	require.ErrorContains(t, cfg.Validate(), `symbols: host: debug_dirs[1]: "relative" is not an absolute path`)
+}
