@@ -321,9 +321,12 @@ func (dr *dwarfReader) die(off dwarf.Offset) dieInfo {
 
 // flatten turns a unit's nested node intervals and line segments into
 // non-overlapping ranges, each with the inline stack of the deepest node
-// that covers it and the line of the row that covers it.
+// that covers it and the line of the row that covers it. Code the line
+// table covers but no subprogram does (assembly, such as the C runtime's
+// crti.S) gets one level without a function name, which the symbol table
+// fills in (as llvm-symbolizer names it), or which is dropped.
 func (dr *dwarfReader) flatten() error {
-	if len(dr.intervals) == 0 {
+	if len(dr.intervals) == 0 && len(dr.segs) == 0 {
 		return nil
 	}
 	points := make([]uint64, 0, 2*len(dr.intervals)+2*len(dr.segs))
@@ -348,24 +351,30 @@ func (dr *dwarfReader) flatten() error {
 				active = append(active, next)
 			}
 		}
-		if len(active) == 0 {
-			continue
-		}
-		best := active[0]
-		for _, i := range active[1:] {
-			a, b := &dr.nodes[ivs[i].node], &dr.nodes[ivs[best].node]
-			if a.depth > b.depth || (a.depth == b.depth && ivs[i].lo >= ivs[best].lo) {
-				best = i
-			}
-		}
 		for seg < len(dr.segs) && dr.segs[seg].hi <= p {
 			seg++
 		}
-		file, line := "", uint32(0)
+		file, line, hasLine := "", uint32(0), false
 		if seg < len(dr.segs) && dr.segs[seg].lo <= p {
-			file, line = dr.segs[seg].file, dr.segs[seg].line
+			file, line, hasLine = dr.segs[seg].file, dr.segs[seg].line, true
 		}
-		frames := dr.stack(ivs[best].node, file, line)
+		var frames []Frame
+		if len(active) == 0 {
+			if !hasLine || !dr.x.inCode(p, q) {
+				continue
+			}
+			dr.scratch = append(dr.scratch[:0], Frame{File: file, Line: line})
+			frames = dr.scratch
+		} else {
+			best := active[0]
+			for _, i := range active[1:] {
+				a, b := &dr.nodes[ivs[i].node], &dr.nodes[ivs[best].node]
+				if a.depth > b.depth || (a.depth == b.depth && ivs[i].lo >= ivs[best].lo) {
+					best = i
+				}
+			}
+			frames = dr.stack(ivs[best].node, file, line)
+		}
 		if n := len(dr.out); n > start && dr.out[n-1].End == p && sameFrames(dr.out[n-1].Frames, frames) {
 			dr.out[n-1].End = q
 			continue

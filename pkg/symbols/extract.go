@@ -273,7 +273,12 @@ func (x *extractor) run(expect string) (*Executable, error) {
 	}
 	var sets [][]Range
 	if len(dw) > 0 {
-		sets = append(sets, x.outermostFromSymtab(dw, physical))
+		// Code DWARF has lines for but no function (assembly) is named by
+		// the symbol table, or left out.
+		named := slices.DeleteFunc(x.outermostFromSymtab(dw, physical), func(r Range) bool {
+			return r.Frames[len(r.Frames)-1].Function == ""
+		})
+		sets = append(sets, named)
 	}
 	sets = append(sets, gp, st)
 	exe.Ranges = merge(sets)

@@ -3,11 +3,18 @@ package symbols
 import (
 	"debug/elf"
 	"slices"
-	"strings"
 )
 
 // symtabRanges returns the function symbols of .symtab, else .dynsym, as
 // one-level ranges without file or line, and records which tables exist.
+//
+// The table is read as llvm-symbolizer reads it, so that names agree:
+// among symbols at one address (aliases: glibc's isalnum_l, __isalnum_l
+// and __GI___isalnum_l) the one with the largest size wins, and among
+// equal sizes the last in the table; a symbol covers its size but not
+// past the next symbol's address; one without a size (hand-written code:
+// the C runtime's _init, _fini, frame_dummy) reaches the next symbol,
+// and here not past its section either.
 func (x *extractor) symtabRanges() ([]Range, error) {
 	syms, serr := x.f.Symbols()
 	if serr == nil && len(syms) > 0 {
@@ -23,54 +30,45 @@ func (x *extractor) symtabRanges() ([]Range, error) {
 	// An unreadable table (a debug file's NOBITS .dynsym, say) counts as
 	// absent: the other sources may still name everything.
 	type fn struct {
-		lo, hi uint64
-		name   string
-		rank   int
+		sym *elf.Symbol
+		idx int
 	}
 	fns := make([]fn, 0, len(syms))
-	starts := symbolStarts(syms)
-	for _, s := range syms {
+	for i := range syms {
+		s := &syms[i]
 		typ := elf.ST_TYPE(s.Info)
-		if (typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC) || s.Section == elf.SHN_UNDEF || s.Name == "" {
+		if (typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC) || s.Section == elf.SHN_UNDEF || s.Name == "" || s.Value == 0 {
 			continue
 		}
-		hi := s.Value + s.Size
-		if s.Size == 0 {
-			// Hand-written code (the C runtime's _init, _fini,
-			// frame_dummy...) has no size: like llvm-symbolizer, let it
-			// reach the next symbol, but not past its section.
-			hi = x.zeroSizeEnd(s, starts)
-			if hi <= s.Value {
-				continue
-			}
-		}
-		if !x.inCode(s.Value, hi) {
-			continue
-		}
-		// Among symbols at one address, prefer global, then weak, then local.
-		rank := 2
-		switch elf.ST_BIND(s.Info) {
-		case elf.STB_GLOBAL:
-			rank = 0
-		case elf.STB_WEAK:
-			rank = 1
-		}
-		fns = append(fns, fn{lo: s.Value, hi: hi, name: s.Name, rank: rank})
+		fns = append(fns, fn{sym: s, idx: i})
 	}
 	slices.SortFunc(fns, func(a, b fn) int {
-		if c := cmpUint64(a.lo, b.lo); c != 0 {
+		if c := cmpUint64(a.sym.Value, b.sym.Value); c != 0 {
 			return c
 		}
-		if a.rank != b.rank {
-			return a.rank - b.rank
+		if c := cmpUint64(b.sym.Size, a.sym.Size); c != 0 {
+			return c
 		}
-		return strings.Compare(a.name, b.name)
+		return b.idx - a.idx
 	})
+	fns = slices.CompactFunc(fns, func(a, b fn) bool { return a.sym.Value == b.sym.Value })
+	starts := symbolStarts(syms)
 	out := make([]Range, 0, len(fns))
-	for _, f := range fns {
+	for i, f := range fns {
+		s := f.sym
+		hi := s.Value + s.Size
+		if s.Size == 0 {
+			hi = x.zeroSizeEnd(*s, starts)
+		}
+		if i+1 < len(fns) {
+			hi = min(hi, fns[i+1].sym.Value)
+		}
+		if hi <= s.Value || !x.inCode(s.Value, hi) {
+			continue
+		}
 		frames := x.frames.alloc(1)
-		frames[0] = Frame{Function: x.names.function(f.name)}
-		out = append(out, Range{Start: f.lo, End: f.hi, Frames: frames})
+		frames[0] = Frame{Function: x.names.function(s.Name)}
+		out = append(out, Range{Start: s.Value, End: hi, Frames: frames})
 		if err := x.checkRanges(len(out)); err != nil {
 			return nil, err
 		}
