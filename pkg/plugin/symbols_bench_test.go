@@ -170,6 +170,32 @@ func BenchmarkSymbolResolution(b *testing.B) {
 		b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
 	})
 
+	// What every warm query with unsymbolized frames asks ClickHouse on top:
+	// which of its build ids have symbols, and their version and segments
+	// (the statement of pkg/query's executablesSQL, over the 200 ids).
+	b.Run("executables-lookup", func(b *testing.B) {
+		lookup := "SELECT BuildId, argMax(FileName, UpdatedAt), argMax(Source, UpdatedAt), toInt64(toUnixTimestamp64Milli(max(UpdatedAt))), " +
+			"argMax(SegmentOffsets, UpdatedAt), argMax(SegmentVaddrs, UpdatedAt), argMax(SegmentSizes, UpdatedAt) FROM " +
+			tables.Qualified(schema.Executables) + " WHERE TenantId = 'native' AND BuildId IN (SELECT lower(hex(cityHash64('bench-build-id', number))) FROM numbers(" +
+			strconv.Itoa(benchBuildIDs) + ")) GROUP BY BuildId"
+		var took []time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			rows, err := conn.Query(ctx, lookup)
+			require.NoError(b, err)
+			n := 0
+			for rows.Next() {
+				n++
+			}
+			require.NoError(b, rows.Err())
+			require.NoError(b, rows.Close())
+			took = append(took, time.Since(t0))
+			require.Equal(b, benchBuildIDs, n)
+		}
+		sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+		b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	})
+
 	// The alternative: resolve the same frames in ClickHouse, an ASOF JOIN
 	// of the unsymbolized frames with the ranges of their build ids.
 	b.Run("asof-join", func(b *testing.B) {
