@@ -109,45 +109,29 @@ func probeRequest(t testing.TB, at time.Time, service string, probes []probe) *c
 // tenant, as an upload does.
 func storeSymbols(t testing.TB, tables schema.Config, file string) {
 	t.Helper()
-	storeSymbolsWith(t, tables, file, "", symbols.SourceUpload)
+	storeSymbolsFrom(t, tables, symbols.SourceUpload, file)
 }
 
-// storeSymbolsWith is storeSymbols taking the PT_LOAD segments from
-// segmentsOf when it is not "": a separate debug file keeps its
-// executable's virtual addresses but not its file offsets and sizes
-// (objcopy --only-keep-debug zeroes them), so its segments come from the
-// executable of the same build id.
-func storeSymbolsWith(t testing.TB, tables schema.Config, file, segmentsOf, source string) {
+// storeSymbolsFrom stores files of one build id one after the other, as
+// uploads (or fetches) from source do: a stripped executable (stored for
+// its segments) and its separate debug file, in either order, combine
+// (symbols.Store.Put).
+func storeSymbolsFrom(t testing.TB, tables schema.Config, source string, files ...string) {
 	t.Helper()
 	srv := chtest.Get(t)
-	fh, err := os.Open(file) //nolint:gosec // G304: the test's own file
-	require.NoError(t, err)
-	defer func() { _ = fh.Close() }()
-	st, err := fh.Stat()
-	require.NoError(t, err)
-	exe, err := symbols.Extract(fh, st.Size())
-	require.NoError(t, err, "extract %s", file)
-	if segmentsOf != "" {
-		exe.Segments = loadSegments(t, segmentsOf)
+	store := symbols.NewStore(tables, srv.Open(t), srv.NativeInserter(t))
+	for _, file := range files {
+		fh, err := os.Open(file) //nolint:gosec // G304: the test's own file
+		require.NoError(t, err)
+		st, err := fh.Stat()
+		require.NoError(t, err)
+		exe, err := symbols.ExtractWith(fh, st.Size(), symbols.Options{AllowNoSymbols: true})
+		require.NoError(t, err, "extract %s", file)
+		require.NoError(t, fh.Close())
+		stored, err := store.Put(context.Background(), "", source, path.Base(file), exe)
+		require.NoError(t, err)
+		require.True(t, stored.Ranges > 0 || stored.Merged != "", "%s: stored %+v", file, stored)
 	}
-	stored, err := symbols.NewStore(tables, srv.Open(t), srv.NativeInserter(t)).Put(context.Background(), "", source, path.Base(file), exe)
-	require.NoError(t, err)
-	require.Positive(t, stored.Ranges)
-}
-
-// loadSegments reads a file's PT_LOAD program headers.
-func loadSegments(t testing.TB, file string) []symbols.Segment {
-	t.Helper()
-	f, err := elf.Open(file)
-	require.NoError(t, err)
-	defer func() { _ = f.Close() }()
-	var out []symbols.Segment
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD {
-			out = append(out, symbols.Segment{Offset: p.Off, Vaddr: p.Vaddr, Filesz: p.Filesz, Memsz: p.Memsz, Exec: p.Flags&elf.PF_X != 0})
-		}
-	}
-	return out
 }
 
 // chains reads a flame graph's nodes under each root child (a probe's
@@ -260,27 +244,28 @@ func TestNativeFramesAreNamedLikeLLVMSymbolizer(t *testing.T) {
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
 
 	cases := []struct {
-		name   string
-		file   placed
-		upload string
-		// segments, when not "", is the file whose segments are stored
-		segments string
-		// oracle is the file llvm-symbolizer reads (with flags).
+		name string
+		file placed
+		// upload are the files stored, in order
+		upload []string
+		// oracle is the file llvm-symbolizer reads.
 		oracle string
-		flags  []string
 	}{
-		{"c-pie", placed{progC, pieBase, "prog"}, progC.Path, "", progC.Path, nil},
+		{"c-pie", placed{progC, pieBase, "prog"}, []string{progC.Path}, progC.Path},
 		// the eBPF profiler's placement: the mapping's start is already a
 		// virtual address of the file (load base 0); the same build id
-		{"c-pie-ebpf", placed{progC, 0, "prog"}, "", "", progC.Path, nil},
-		{"c-nopie", placed{noPIE, 0, "prog-nopie"}, noPIE.Path, "", noPIE.Path, nil},
-		{"cxx-pie", placed{progCXX, pieBase, "prog-cxx"}, progCXX.Path, "", progCXX.Path, nil},
-		{"shared-lib", placed{lib, libBase, "libprobe.so"}, lib.Path, "", lib.Path, nil},
-		// (llvm-symbolizer reads the stripped file's symbol table, which is
-		// empty, and the debug file's DWARF only, so it cannot name _start:
-		// the unstripped file, the same build id, is the oracle)
-		{"stripped-with-debug-file", placed{stripped, pieBase, "prog-split"}, debug.Path, stripped.Path, split.Path, nil},
-		{"symtab-only", placed{symtabOnly, pieBase, "prog-symtab"}, symtabOnly.Path, "", symtabOnly.Path, nil},
+		{"c-pie-ebpf", placed{progC, 0, "prog"}, nil, progC.Path},
+		{"c-nopie", placed{noPIE, 0, "prog-nopie"}, []string{noPIE.Path}, noPIE.Path},
+		{"cxx-pie", placed{progCXX, pieBase, "prog-cxx"}, []string{progCXX.Path}, progCXX.Path},
+		{"shared-lib", placed{lib, libBase, "libprobe.so"}, []string{lib.Path}, lib.Path},
+		// The debug file (DWARF, but its segments without file offsets and
+		// sizes), then the stripped executable (segments, no symbols): the
+		// store combines them. (llvm-symbolizer reads the stripped file's
+		// symbol table, which is empty, and the debug file's DWARF only, so
+		// it cannot name _start: the unstripped file, the same build id, is
+		// the oracle.)
+		{"stripped-with-debug-file", placed{stripped, pieBase, "prog-split"}, []string{debug.Path, stripped.Path}, split.Path},
+		{"symtab-only", placed{symtabOnly, pieBase, "prog-symtab"}, []string{symtabOnly.Path}, symtabOnly.Path},
 	}
 	type check struct {
 		marker  string
@@ -298,15 +283,13 @@ func TestNativeFramesAreNamedLikeLLVMSymbolizer(t *testing.T) {
 		}
 		addrs := probeAddrs(t, src)
 		require.NotEmpty(t, addrs, c.name)
-		want := demangleRest(t, nativebin.SymbolizeWith(t, c.oracle, addrs, c.flags...))
+		want := demangleRest(t, nativebin.Symbolize(t, c.oracle, addrs))
 		for i, a := range addrs {
 			m := fmt.Sprintf("%s@0x%x", c.name, a)
 			probes = append(probes, probe{marker: m, file: c.file, va: a, samples: 1 + i%3})
 			checks = append(checks, check{marker: m, want: want[i], file: c.file.name, samples: 1 + i%3})
 		}
-		if c.upload != "" {
-			storeSymbolsWith(t, tables, c.upload, c.segments, symbols.SourceUpload)
-		}
+		storeSymbolsFrom(t, tables, symbols.SourceUpload, c.upload...)
 	}
 	f.send(t, probeRequest(t, at, "native-probe", probes))
 
@@ -427,7 +410,7 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 
 	// Once the library's symbols are fetched from debuginfod, its frames
 	// are named too and the view says where from.
-	storeSymbolsWith(t, tables, lib.Path, "", symbols.SourceDebuginfod)
+	storeSymbolsFrom(t, tables, symbols.SourceDebuginfod, lib.Path)
 	paths4, _ := chains(t, flameRows(t, requireOK(t, f.query(t, filtered, from, to))[0]))
 	require.Equal(t, []string{nativebin.FuncLibEntry}, paths4["lib"])
 	exes = executablesRows(t, requireOK(t, queryAs(t, f.ds, map[string]any{
