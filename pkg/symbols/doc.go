@@ -17,13 +17,20 @@
 //     DW_AT_abstract_origin and DW_AT_specification; the innermost line from
 //     the line table, each outer level's line from the inlined call site
 //     (DW_AT_call_file, DW_AT_call_line);
-//   - the Go pclntab for Go binaries without DWARF (one level per range: the
-//     function and its innermost line, as debug/gosym and go tool addr2line
-//     report them);
-//   - the symbol table (.symtab, else .dynsym) for what neither covers:
-//     function names only.
+//   - the Go pclntab for Go binaries: the functions' names as the Go tools
+//     give them, and one level per range (the function and its innermost
+//     line, as debug/gosym and go tool addr2line report them) where DWARF
+//     gives no line;
+//   - the symbol table (.symtab, else .dynsym), read as llvm-symbolizer
+//     reads it (among aliases the largest, then the last; a symbol ends at
+//     the next), for what neither covers, and for the outermost level's
+//     name (the physical function, e.g. "main.cold"), as llvm-symbolizer
+//     names it.
 //
-// C++ and Rust names are demangled with github.com/ianlancetaylor/demangle.
+// C++ and Rust names are demangled with github.com/ianlancetaylor/demangle
+// in the style llvm-symbolizer 14 prints. The tests hold every kind of file
+// (built with gcc and g++ in the test, and Debian's glibc debug files) to
+// llvm-symbolizer, and Go binaries to go tool addr2line.
 // Files without a build id are refused, since the store is keyed by it; so
 // are files that are not ELF, truncated files, files larger than the limits
 // and files whose build id is not the one expected.
@@ -32,5 +39,8 @@
 // start and mapping offset into the executable's virtual address. Store
 // writes an Executable's ranges and its row with batched inserts: a
 // ClickHouse Native block over HTTP when given a chclient.NativeInserter,
-// clickhouse-go batches otherwise.
+// clickhouse-go batches otherwise; it combines a stripped executable and
+// its separate debug file of one build id, uploaded in either order (see
+// Store.Put). Store.Upload is what `flamehouse symbols upload` and
+// PUT /v1/symbols/<build id> run (docs/symbols-upload.md).
 package symbols
