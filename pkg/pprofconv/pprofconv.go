@@ -104,6 +104,13 @@ func (c *converter) location(l *profile.Location) int32 {
 	}
 	lines := make([]otlpbuild.Line, 0, len(l.Line))
 	for _, ln := range l.Line {
+		if ln.Function == nil || ln.Function.Name == "" && ln.Function.SystemName == "" && ln.Function.Filename == "" {
+			// Go's runtime/pprof writes a line with a nameless function for
+			// a PC it cannot symbolize (C code: libc, cgo libraries): that is
+			// no symbolization, and the location must stay an address in
+			// its mapping for the symbol store to name it.
+			continue
+		}
 		lines = append(lines, otlpbuild.Line{Function: c.function(ln.Function), Line: ln.Line, Column: ln.Column})
 	}
 	idx := c.b.Location(c.mapping(l.Mapping), l.Address, "", lines...)

@@ -126,20 +126,30 @@ func TestConvertKeepsMappingPlacement(t *testing.T) {
 		name                            string
 		start, limit, offset            uint64
 		wantStart, wantOffset, wantAddr uint64
+		// namelessLine: the location has a line whose function has no
+		// name, as Go's runtime/pprof writes for C code (libc, cgo
+		// libraries): still an address to resolve.
+		namelessLine bool
 	}{
-		{"pie executable", 0x55d0c0a01000, 0x55d0c0a42000, 0x1000, 0x55d0c0a01000, 0x1000, 0x55d0c0a01234},
-		{"empty range", 0x55d0c0a01000, 0x55d0c0a01000, 0x1000, 0, 0, 0x55d0c0a01234},
+		{"pie executable", 0x55d0c0a01000, 0x55d0c0a42000, 0x1000, 0x55d0c0a01000, 0x1000, 0x55d0c0a01234, false},
+		{"empty range", 0x55d0c0a01000, 0x55d0c0a01000, 0x1000, 0, 0, 0x55d0c0a01234, false},
+		{"C code in a Go profile: a nameless line", 0x55d0c0a01000, 0x55d0c0a42000, 0x1000, 0x55d0c0a01000, 0x1000, 0x55d0c0a01234, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &profile.Mapping{ID: 1, Start: tc.start, Limit: tc.limit, Offset: tc.offset, File: "/usr/bin/demo", BuildID: "b1d0"}
 			loc := &profile.Location{ID: 1, Mapping: m, Address: 0x55d0c0a01234}
+			var fns []*profile.Function
+			if tc.namelessLine {
+				fns = []*profile.Function{{ID: 1}}
+				loc.Line = []profile.Line{{Function: fns[0]}}
+			}
 			now := time.Now()
 			p := &profile.Profile{
 				SampleType: []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}},
 				PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, Period: 10_000_000,
 				TimeNanos: now.UnixNano(), DurationNanos: int64(time.Second),
 				Sample:   []*profile.Sample{{Location: []*profile.Location{loc}, Value: []int64{10_000_000}}},
-				Location: []*profile.Location{loc}, Mapping: []*profile.Mapping{m},
+				Location: []*profile.Location{loc}, Mapping: []*profile.Mapping{m}, Function: fns,
 			}
 			req, err := Convert(p, Options{ResourceAttributes: []string{"service.name", "demo"}})
 			require.NoError(t, err)
@@ -158,6 +168,7 @@ func TestConvertKeepsMappingPlacement(t *testing.T) {
 			require.Equal(t, tc.wantAddr, f.Address)
 			require.Equal(t, tc.wantStart, f.MappingStart)
 			require.Equal(t, tc.wantOffset, f.MappingOffset)
+			require.False(t, f.Symbolized())
 		})
 	}
 }

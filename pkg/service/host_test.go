@@ -2,11 +2,16 @@ package service
 
 import (
 	"context"
+	"debug/elf"
+	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +24,7 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
+	"github.com/flamehouse/flamehouse/pkg/symbols/debuginfod"
 )
 
 // hostFrame is one native frame of hostProfile: a mapping (file, build
@@ -200,4 +206,176 @@ symbols:
 	require.NoError(t, err)
 	require.False(t, cfg.Symbols.Host.Enabled)
 	require.ErrorContains(t, cfg.Validate(), `symbols: host: debug_dirs[1]: "relative" is not an absolute path`)
+}
+
+// TestHostNamesTheSelfProfile is the README demo's case: Flamehouse
+// profiles itself, and the engine's threads run in libc.so.6 and
+// libchdb.so, which the self-profile's frames name by mapping and build id
+// only. With the default configuration (the host source on, no
+// debuginfod) the files mapped into this very process are found at the
+// mappings' paths, stored with source host, and the self-profile's libc
+// frames get names: each stored name is the one llvm-symbolizer gives for
+// the same file and address (or an alias at the same address).
+func TestHostNamesTheSelfProfile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded engine; skipped under -short")
+	}
+	nativebin.Require(t, "llvm-symbolizer")
+	cfg := localConfig(t)
+	cfg.SelfProfile.Interval = 2 * time.Second
+	cfg.Schema.Retention = schema.Retention{}
+	ctx := context.Background()
+	start := time.Now()
+	svc, err := Start(ctx, cfg, slog.New(slog.DiscardHandler), Everything)
+	require.NoError(t, err)
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = svc.Stop(ctx)
+		}
+	}()
+	busy, stopBusy := context.WithCancel(ctx)
+	defer stopBusy()
+	go func() { // keep the engine's threads (libchdb, libc) on the CPU
+		for busy.Err() == nil {
+			_ = svc.Conn().Exec(busy, "SELECT sum(cityHash64(number)) FROM numbers(20000000)")
+		}
+	}()
+
+	// The self-profile's unsymbolized libc frames, and libc's row.
+	type frame struct {
+		file, buildID             string
+		addr, mapStart, mapOffset uint64
+	}
+	var libc []frame
+	var source, held string
+	waitFor(t, "self-profile frames in libc.so.6, its symbols stored", func() bool {
+		rows, err := svc.Conn().Query(ctx, "SELECT DISTINCT MappingFile, BuildId, Address, MappingStart, MappingOffset FROM "+
+			cfg.Schema.Qualified(schema.Frames)+" WHERE ServiceName = 'flamehouse' AND endsWith(MappingFile, '/libc.so.6') AND BuildId != '' AND FunctionName = '' LIMIT 50")
+		if err != nil {
+			return false
+		}
+		libc = libc[:0]
+		for rows.Next() {
+			var f frame
+			if rows.Scan(&f.file, &f.buildID, &f.addr, &f.mapStart, &f.mapOffset) == nil {
+				libc = append(libc, f)
+			}
+		}
+		_ = rows.Close()
+		if len(libc) == 0 {
+			return false
+		}
+		var dwarf, symtab bool
+		if svc.Conn().QueryRow(ctx, "SELECT Source, HasDwarf, HasSymtab FROM "+cfg.Schema.Qualified(schema.Executables)+
+			" WHERE BuildId = ? ORDER BY UpdatedAt DESC LIMIT 1", libc[0].buildID).Scan(&source, &dwarf, &symtab) != nil {
+			return false
+		}
+		held = map[bool]string{true: "DWARF", false: map[bool]string{true: ".symtab", false: ".dynsym"}[symtab]}[dwarf]
+		return true
+	})
+	t.Logf("libc.so.6 (%s, %s) stored %.1f s after start; %d of its addresses sampled", libc[0].file, libc[0].buildID, time.Since(start).Seconds(), len(libc))
+	require.Equal(t, symbols.SourceHost, source)
+	t.Logf("libc's symbols: %s (the debug file of libc6-dbg when installed, else its .dynsym)", held)
+
+	f, err := os.Open(libc[0].file)
+	require.NoError(t, err)
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	require.NoError(t, err)
+	exe, err := symbols.ExtractWith(f, st.Size(), symbols.Options{ExpectBuildID: libc[0].buildID})
+	require.NoError(t, err, "the mapped file is the one the frames name")
+	at := functionAddrs(t, libc[0].file, filepath.Join(debuginfod.DefaultDebugDir, ".build-id", libc[0].buildID[:2], libc[0].buildID[2:]+".debug"))
+	var vas []uint64
+	for _, fr := range libc {
+		if fr.buildID != libc[0].buildID {
+			continue
+		}
+		if va, ok := symbols.VA(fr.addr, fr.mapStart, fr.mapOffset, exe.Segments); ok {
+			vas = append(vas, va)
+		}
+	}
+	require.NotEmpty(t, vas)
+	oracle := nativebin.Symbolize(t, libc[0].file, vas)
+	named := map[string]bool{}
+	for i, va := range vas {
+		var fns []string
+		err := svc.Conn().QueryRow(ctx, "SELECT Functions FROM "+cfg.Schema.Qualified(schema.Symbols)+" AS s WHERE TenantId = ? AND BuildId = ? "+
+			"AND Version = (SELECT max(Version) FROM "+cfg.Schema.Qualified(schema.Symbols)+" WHERE TenantId = ? AND BuildId = ?) AND Start <= ? AND ? < End LIMIT 1",
+			cfg.Ingest.Receiver.DefaultTenant, libc[0].buildID, cfg.Ingest.Receiver.DefaultTenant, libc[0].buildID, va, va).Scan(&fns)
+		if err != nil || len(fns) == 0 {
+			t.Logf("0x%x: no stored range (llvm-symbolizer: %+v): not an exported function", va, oracle[i])
+			continue
+		}
+		want := make([]string, 0, len(oracle[i]))
+		for _, fr := range oracle[i] {
+			want = append(want, fr.Function)
+		}
+		// Both innermost first: the inline stack when a debug file is
+		// installed (libc6-dbg), else one exported function. A function
+		// with several names (glibc's pread64, __pread64,
+		// __libc_pread64) may be named by another alias: the store takes
+		// the symbol table's (symtab.go), with its version
+		// ("pthread_cond_signal@@GLIBC_2.3.2"), llvm-symbolizer DWARF's.
+		require.Len(t, fns, len(want), "0x%x: stored %v, llvm-symbolizer %v", va, fns, want)
+		for lvl := range want {
+			if fns[lvl] != want[lvl] {
+				got, wanted := unversioned(fns[lvl]), unversioned(want[lvl])
+				require.True(t, got == wanted || slices.ContainsFunc(at[wanted], func(a uint64) bool { return slices.Contains(at[got], a) }),
+					"0x%x level %d: stored %q, llvm-symbolizer %q, not aliases of one function", va, lvl, fns[lvl], want[lvl])
+			}
+		}
+		for _, fn := range fns {
+			named[fn] = true
+		}
+	}
+	require.NotEmpty(t, named, "some sampled libc address is in an exported function")
+
+	frames, err := run(ctx, &query.Engine{Conn: svc.Conn(), Tables: cfg.Schema}, start.Add(-time.Minute), time.Now().Add(time.Minute),
+		map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": demoSel})
+	require.NoError(t, err)
+	labels := frames[0].Fields[3].Config.TypeConfig.Enum.Text
+	for name := range named {
+		require.Contains(t, labels, name, "the flame graph names the libc frame")
+	}
+	t.Logf("libc functions named in the self-profile: %v", slices.Sorted(maps.Keys(named)))
+	var chdbRanges uint64
+	var chdbSource string
+	if svc.Conn().QueryRow(ctx, "SELECT Source, Ranges FROM "+cfg.Schema.Qualified(schema.Executables)+" WHERE endsWith(FileName, '/libchdb.so') LIMIT 1").
+		Scan(&chdbSource, &chdbRanges) == nil {
+		t.Logf("libchdb.so: source %s, %d ranges (its .dynsym: the chdb_* API only)", chdbSource, chdbRanges)
+	}
+
+	stopBusy()
+	stopped = true
+	require.NoError(t, svc.Stop(ctx), "clean stop")
+}
+
+// functionAddrs maps the function symbols of the files that exist among
+// paths (.dynsym and .symtab, versions dropped) to their addresses.
+func functionAddrs(t *testing.T, paths ...string) map[string][]uint64 {
+	t.Helper()
+	out := map[string][]uint64{}
+	for _, p := range paths {
+		ef, err := elf.Open(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		require.NoError(t, err)
+		dyn, _ := ef.DynamicSymbols()
+		syms, _ := ef.Symbols()
+		for _, s := range append(dyn, syms...) {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC || elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC {
+				out[unversioned(s.Name)] = append(out[unversioned(s.Name)], s.Value)
+			}
+		}
+		require.NoError(t, ef.Close())
+	}
+	return out
+}
+
+// unversioned drops a symbol version: "memcpy@GLIBC_2.2.5" is memcpy.
+func unversioned(name string) string {
+	name, _, _ = strings.Cut(name, "@")
+	return name
 }
