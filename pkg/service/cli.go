@@ -292,6 +292,11 @@ func symbolsCommand(ctx context.Context, args []string, stdout io.Writer) error 
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: name at least one file; %s", errUsage, use)
 	}
+	tenantSet := false
+	fs.Visit(func(f *flag.Flag) { tenantSet = tenantSet || f.Name == "tenant" })
+	if !tenantSet {
+		*tenant = cfg.Ingest.Receiver.DefaultTenant // as a flag may have set it
+	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}

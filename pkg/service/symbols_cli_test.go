@@ -92,6 +92,14 @@ func TestSymbolsUploadCommandAndEndpoint(t *testing.T) {
 	require.NoError(t, svc.Conn().QueryRow(ctx, "SELECT count() FROM "+cfg.Schema.Qualified(schema.Executables)).Scan(&n))
 	require.Equal(t, uint64(3), n, "the file without a build id stored nothing")
 
+	// Without -tenant, the tenant of data ingested without auth.
+	out.Reset()
+	require.Equal(t, 0, Main([]string{
+		"symbols", "upload", "-clickhouse.address", svc.HTTPAddress(), "-clickhouse.protocol", "http", "-log.level", "warn",
+		"-ingest.default-tenant", "team-default", exe.Path,
+	}, &out, &errOut), errOut.String())
+	require.Equal(t, got.ranges, read("team-default", exe.BuildID).ranges)
+
 	// The HTTP endpoint of the same service: the stripped library's
 	// executable joins its debug file's symbols for the token's tenant.
 	_, httpAddr := svc.IngestAddresses()
