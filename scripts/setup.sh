@@ -44,10 +44,16 @@ missing=()
 for tool in gcc:gcc g++:g++ objcopy:binutils addr2line:binutils llvm-symbolizer:llvm debuginfod:debuginfod; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || missing+=("${tool#*:}")
 done
+# libc6-dbg (7 MB): glibc's debug files under /usr/lib/debug/.build-id, which
+# the host symbol source finds by build id (docs/symbols.md, "On host"); the
+# self-profile test then names libc frames with DWARF instead of .dynsym.
+if command -v dpkg-query >/dev/null 2>&1 && ! dpkg-query -W -f='${Status}' libc6-dbg 2>/dev/null | grep -q 'install ok installed'; then
+  missing+=(libc6-dbg)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "==> apt-get install ${missing[*]} (native toolchain and debuginfod for the symbol tests)"
+    echo "==> apt-get install ${missing[*]} (native toolchain, debuginfod and glibc's debug files for the symbol tests)"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else
