@@ -1,7 +1,15 @@
 // Package debuginfod fills Flamehouse's symbol store from debuginfod
 // servers (the HTTP protocol of elfutils' debuginfod, as run by Debian,
-// Fedora, Ubuntu and others), so that distribution libraries symbolize
-// without anybody uploading them.
+// Fedora, Ubuntu and others) and from the ingest's own machine, so that
+// distribution libraries symbolize without anybody uploading them.
+//
+// Its sources are asked in order for each artifact: the host first, when
+// HostConfig.Enabled (each debug dir's .build-id/xx/rest.debug for the
+// debug file; .build-id/xx/rest, then the frame's mapping path, for the
+// executable; stored with source "host"), then the servers. A file from
+// any source is used only when its build id is the one asked for, so a
+// mapping path a remote sender names can never bring another file's
+// symbols.
 //
 // The ingest path reports, after each committed batch, the build ids of
 // frames it could not name (pipeline.UnsymbolizedSink). Fetcher queues each
@@ -26,7 +34,8 @@
 // negative_cache_ttl; one that failed for a transport reason for at most
 // FailureTTL. Nothing about a failure is stored in ClickHouse.
 //
-// Metrics: flamehouse_symbols_debuginfod_fetched_total,
+// Metrics: flamehouse_symbols_host_found_total{artifact},
+// flamehouse_symbols_debuginfod_fetched_total,
 // _fetched_bytes_total, _failed_total{reason}, _negative_cache_hits_total
 // and _queue_length. Logs name servers with their passwords redacted.
 package debuginfod
