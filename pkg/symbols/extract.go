@@ -3,6 +3,7 @@ package symbols
 import (
 	"bytes"
 	"debug/elf"
+	"debug/gosym"
 	"errors"
 	"fmt"
 	"io"
@@ -210,6 +211,8 @@ type extractor struct {
 	names *names
 	// frames hands out inline stacks from shared chunks.
 	frames frameArena
+	// newGoTable reads the Go pclntab again, for another goroutine.
+	newGoTable func() (*gosym.Table, error)
 	// allowNoSymbols is Options.AllowNoSymbols.
 	allowNoSymbols bool
 }

@@ -3,7 +3,12 @@ package symbols
 import (
 	"debug/elf"
 	"debug/gosym"
+	"errors"
+	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // pclntabSection returns a Go binary's .gopclntab (PIE and external
@@ -33,11 +38,15 @@ func (x *extractor) goTable() *gosym.Table {
 	if s := x.f.Section(".gosymtab"); s != nil && s.Type != elf.SHT_NOBITS {
 		symtab, _ = s.Data()
 	}
-	tab, err := gosym.NewTable(symtab, gosym.NewLineTable(data, x.goTextStart()))
+	text := x.goTextStart()
+	tab, err := gosym.NewTable(symtab, gosym.NewLineTable(data, text))
 	if err != nil {
 		x.warn("Go pclntab skipped: %v", err)
 		return nil
 	}
+	// Another goroutine reads the table through a copy of its own (a
+	// gosym.Table caches strings without a lock).
+	x.newGoTable = func() (*gosym.Table, error) { return gosym.NewTable(symtab, gosym.NewLineTable(data, text)) }
 	return tab
 }
 
@@ -64,46 +73,94 @@ func (x *extractor) goFuncRanges(tab *gosym.Table) ([]Range, error) {
 // range, the function and the innermost line, as go tool addr2line
 // reports them (debug/gosym exposes no inline tree; DWARF, when present,
 // gives the inline stacks). Only the addresses no range of skip covers
-// are read (skip sorted and non-overlapping; nil reads all): the table is
-// read address by address, which costs time on large binaries.
+// are read (skip sorted and non-overlapping; nil reads all). debug/gosym
+// answers address by address, each from the function's start, which is
+// slow on large binaries: the functions are shared out among goroutines,
+// each with its own copy of the table.
 func (x *extractor) goLineRanges(tab *gosym.Table, skip []Range) ([]Range, error) {
-	var out []Range
-	var cur Range
-	flush := func() error {
-		if cur.End > cur.Start {
-			out = append(out, cur)
-			cur = Range{}
-			return x.checkRanges(len(out))
-		}
-		return nil
-	}
-	for i := range tab.Funcs {
-		fn := &tab.Funcs[i]
-		if fn.End <= fn.Entry || !x.inCode(fn.Entry, fn.End) {
-			continue
-		}
-		name := x.names.function(fn.Name)
-		for _, g := range gaps(skip, fn.Entry, fn.End) {
-			for pc := g[0]; pc < g[1]; pc++ {
-				file, line, _ := tab.PCToLine(pc)
-				f := Frame{Function: name, File: x.names.intern(file), Line: clampLine(line)}
-				if cur.End == pc && cur.Frames[0] == f {
-					cur.End = pc + 1
-					continue
+	// Chunks of functions, read in any order, put together in order.
+	const chunk = 256
+	n := (len(tab.Funcs) + chunk - 1) / chunk
+	results := make([][]lineRun, n)
+	workers := min(runtime.GOMAXPROCS(0), maxGoLineWorkers, n)
+	read := func(t *gosym.Table, c int) {
+		var runs []lineRun
+		for i := c * chunk; i < min((c+1)*chunk, len(t.Funcs)); i++ {
+			fn := &t.Funcs[i]
+			if fn.End <= fn.Entry || !x.inCode(fn.Entry, fn.End) {
+				continue
+			}
+			for _, g := range gaps(skip, fn.Entry, fn.End) {
+				for pc := g[0]; pc < g[1]; pc++ {
+					file, line, _ := t.PCToLine(pc)
+					if k := len(runs) - 1; k >= 0 && runs[k].end == pc && runs[k].fn == i && runs[k].line == line && runs[k].file == file {
+						runs[k].end = pc + 1
+						continue
+					}
+					runs = append(runs, lineRun{start: pc, end: pc + 1, fn: i, file: file, line: line})
 				}
-				if err := flush(); err != nil {
-					return nil, err
-				}
-				frames := x.frames.alloc(1)
-				frames[0] = f
-				cur = Range{Start: pc, End: pc + 1, Frames: frames}
 			}
 		}
-		if err := flush(); err != nil {
+		results[c] = runs
+	}
+	if workers <= 1 || x.newGoTable == nil {
+		for c := range n {
+			read(tab, c)
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		errs := make([]error, workers)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() {
+					if p := recover(); p != nil {
+						errs[w] = fmt.Errorf("%w: the Go pclntab reader failed on it: %v", ErrMalformed, p)
+					}
+				}()
+				t := tab
+				if w > 0 {
+					var err error
+					if t, err = x.newGoTable(); err != nil {
+						errs[w] = fmt.Errorf("%w: %v", ErrMalformed, err) //nolint:errorlint // one %w: the kind
+						return
+					}
+				}
+				for c := int(next.Add(1) - 1); c < n; c = int(next.Add(1) - 1) {
+					read(t, c)
+				}
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
 			return nil, err
 		}
 	}
+	var out []Range
+	for _, runs := range results {
+		for _, r := range runs {
+			frames := x.frames.alloc(1)
+			frames[0] = Frame{Function: x.names.function(tab.Funcs[r.fn].Name), File: x.names.intern(r.file), Line: clampLine(r.line)}
+			out = append(out, Range{Start: r.start, End: r.end, Frames: frames})
+			if err := x.checkRanges(len(out)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return normalize(out), nil
+}
+
+// maxGoLineWorkers bounds the goroutines reading one Go binary's lines.
+const maxGoLineWorkers = 8
+
+// lineRun is a run of addresses of one function with one file and line.
+type lineRun struct {
+	start, end uint64
+	fn         int
+	file       string
+	line       int
 }
 
 // gaps returns the parts of [lo, hi) that no range of rs (sorted, not
