@@ -211,19 +211,39 @@ symbols:
 // TestHostNamesTheSelfProfile is the README demo's case: Flamehouse
 // profiles itself, and the engine's threads run in libc.so.6 and
 // libchdb.so, which the self-profile's frames name by mapping and build id
-// only. With the default configuration (the host source on, no
-// debuginfod) the files mapped into this very process are found at the
-// mappings' paths, stored with source host, and the self-profile's libc
-// frames get names: each stored name is the one llvm-symbolizer gives for
-// the same file and address (or an alias at the same address).
+// only. With the host source on and no debuginfod, the files mapped into
+// this very process are found by build id, stored with source host, and
+// the self-profile's libc frames get names: at every sampled address the
+// stored inline stack is llvm-symbolizer's on the mapped file (aliases of
+// one function accepted), and the flame graph shows them. Twice: with the
+// mapping path alone (libc's .dynsym: exported functions), and, when
+// Debian's libc6-dbg is installed, with /usr/lib/debug (DWARF).
 func TestHostNamesTheSelfProfile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine; skipped under -short")
 	}
 	nativebin.Require(t, "llvm-symbolizer")
+	t.Run("dynsym", func(t *testing.T) { selfProfileNamed(t, nil, false) })
+	t.Run("libc6-dbg", func(t *testing.T) {
+		if _, err := os.Stat(filepath.Join(debuginfod.DefaultDebugDir, ".build-id")); err != nil {
+			t.Skipf("no debug files under %s (Debian: apt-get install libc6-dbg; scripts/setup.sh does): %v", debuginfod.DefaultDebugDir, err)
+		}
+		selfProfileNamed(t, []string{debuginfod.DefaultDebugDir}, true)
+	})
+}
+
+// libcFrame is an unsymbolized self-profile frame in libc.so.6.
+type libcFrame struct {
+	file, buildID             string
+	addr, mapStart, mapOffset uint64
+}
+
+func selfProfileNamed(t *testing.T, debugDirs []string, wantDwarf bool) {
+	t.Helper()
 	cfg := localConfig(t)
 	cfg.SelfProfile.Interval = 2 * time.Second
 	cfg.Schema.Retention = schema.Retention{}
+	cfg.Symbols.Host.DebugDirs = debugDirs
 	ctx := context.Background()
 	start := time.Now()
 	svc, err := Start(ctx, cfg, slog.New(slog.DiscardHandler), Everything)
@@ -241,82 +261,78 @@ func TestHostNamesTheSelfProfile(t *testing.T) {
 			_ = svc.Conn().Exec(busy, "SELECT sum(cityHash64(number)) FROM numbers(20000000)")
 		}
 	}()
+	tenant := cfg.Ingest.Receiver.DefaultTenant
 
-	// The self-profile's unsymbolized libc frames, and libc's row.
-	type frame struct {
-		file, buildID             string
-		addr, mapStart, mapOffset uint64
-	}
-	var libc []frame
-	var source, held string
-	waitFor(t, "self-profile frames in libc.so.6, its symbols stored", func() bool {
-		rows, err := svc.Conn().Query(ctx, "SELECT DISTINCT MappingFile, BuildId, Address, MappingStart, MappingOffset FROM "+
-			cfg.Schema.Qualified(schema.Frames)+" WHERE ServiceName = 'flamehouse' AND endsWith(MappingFile, '/libc.so.6') AND BuildId != '' AND FunctionName = '' LIMIT 50")
-		if err != nil {
+	// Poll until libc's row is stored and some sampled address lies in a
+	// stored range (with .dynsym alone, in an exported function).
+	var (
+		vas   []uint64
+		file  string
+		exe   *symbols.Executable
+		dwarf bool
+		found map[uint64][]string // stored inline stacks, innermost first
+	)
+	waitFor(t, "self-profile frames in libc.so.6 named from the stored symbols", func() bool {
+		frames := libcFrames(t, svc, cfg)
+		if len(frames) == 0 {
 			return false
 		}
-		libc = libc[:0]
-		for rows.Next() {
-			var f frame
-			if rows.Scan(&f.file, &f.buildID, &f.addr, &f.mapStart, &f.mapOffset) == nil {
-				libc = append(libc, f)
+		var source string
+		if svc.Conn().QueryRow(ctx, "SELECT Source, HasDwarf FROM "+cfg.Schema.Qualified(schema.Executables)+
+			" WHERE TenantId = ? AND BuildId = ? ORDER BY UpdatedAt DESC LIMIT 1", tenant, frames[0].buildID).Scan(&source, &dwarf) != nil {
+			return false
+		}
+		require.Equal(t, symbols.SourceHost, source)
+		if exe == nil {
+			file = frames[0].file
+			exe = extractFile(t, file, frames[0].buildID)
+		}
+		vas, found = vas[:0], map[uint64][]string{}
+		for _, fr := range frames {
+			va, ok := symbols.VA(fr.addr, fr.mapStart, fr.mapOffset, exe.Segments)
+			if fr.buildID != exe.BuildID || !ok {
+				continue
+			}
+			vas = append(vas, va)
+			var fns []string
+			if svc.Conn().QueryRow(ctx, "SELECT Functions FROM "+cfg.Schema.Qualified(schema.Symbols)+" WHERE TenantId = ? AND BuildId = ? "+
+				"AND Version = (SELECT max(Version) FROM "+cfg.Schema.Qualified(schema.Symbols)+" WHERE TenantId = ? AND BuildId = ?) AND Start <= ? AND ? < End LIMIT 1",
+				tenant, exe.BuildID, tenant, exe.BuildID, va, va).Scan(&fns) == nil && len(fns) > 0 {
+				found[va] = fns
 			}
 		}
-		_ = rows.Close()
-		if len(libc) == 0 {
-			return false
-		}
-		var dwarf, symtab bool
-		if svc.Conn().QueryRow(ctx, "SELECT Source, HasDwarf, HasSymtab FROM "+cfg.Schema.Qualified(schema.Executables)+
-			" WHERE BuildId = ? ORDER BY UpdatedAt DESC LIMIT 1", libc[0].buildID).Scan(&source, &dwarf, &symtab) != nil {
-			return false
-		}
-		held = map[bool]string{true: "DWARF", false: map[bool]string{true: ".symtab", false: ".dynsym"}[symtab]}[dwarf]
-		return true
+		return len(found) > 0
 	})
-	t.Logf("libc.so.6 (%s, %s) stored %.1f s after start; %d of its addresses sampled", libc[0].file, libc[0].buildID, time.Since(start).Seconds(), len(libc))
-	require.Equal(t, symbols.SourceHost, source)
-	t.Logf("libc's symbols: %s (the debug file of libc6-dbg when installed, else its .dynsym)", held)
+	t.Logf("%s (%s): stored from the host, DWARF %v; %d of %d sampled addresses named, %.1f s after start",
+		file, exe.BuildID, dwarf, len(found), len(vas), time.Since(start).Seconds())
+	require.Equal(t, wantDwarf, dwarf, "DWARF exactly when the debug dir holds libc's debug file")
 
-	f, err := os.Open(libc[0].file)
-	require.NoError(t, err)
-	defer func() { _ = f.Close() }()
-	st, err := f.Stat()
-	require.NoError(t, err)
-	exe, err := symbols.ExtractWith(f, st.Size(), symbols.Options{ExpectBuildID: libc[0].buildID})
-	require.NoError(t, err, "the mapped file is the one the frames name")
-	at := functionAddrs(t, libc[0].file, filepath.Join(debuginfod.DefaultDebugDir, ".build-id", libc[0].buildID[:2], libc[0].buildID[2:]+".debug"))
-	var vas []uint64
-	for _, fr := range libc {
-		if fr.buildID != libc[0].buildID {
-			continue
-		}
-		if va, ok := symbols.VA(fr.addr, fr.mapStart, fr.mapOffset, exe.Segments); ok {
-			vas = append(vas, va)
-		}
+	// Every stored stack is llvm-symbolizer's, innermost first: the
+	// inline stack with the debug file, else one exported function. A
+	// function with several names (glibc's pread64, __pread64,
+	// __libc_pread64) may be named by another alias: the store takes the
+	// symbol table's (symtab.go), versions included
+	// ("pthread_cond_signal@@GLIBC_2.3.2"), llvm-symbolizer DWARF's.
+	// llvm-symbolizer looks where the host source looks: the debug dirs
+	// given (an empty one for none: else it reads /usr/lib/debug).
+	oracleDir := t.TempDir()
+	debugFiles := []string{file}
+	if len(debugDirs) > 0 {
+		oracleDir = debugDirs[0]
+		debugFiles = append(debugFiles, filepath.Join(oracleDir, ".build-id", exe.BuildID[:2], exe.BuildID[2:]+".debug"))
 	}
-	require.NotEmpty(t, vas)
-	oracle := nativebin.Symbolize(t, libc[0].file, vas)
+	oracle := nativebin.SymbolizeWith(t, file, vas, "--debug-file-directory="+oracleDir)
+	at := functionAddrs(t, debugFiles...)
 	named := map[string]bool{}
 	for i, va := range vas {
-		var fns []string
-		err := svc.Conn().QueryRow(ctx, "SELECT Functions FROM "+cfg.Schema.Qualified(schema.Symbols)+" AS s WHERE TenantId = ? AND BuildId = ? "+
-			"AND Version = (SELECT max(Version) FROM "+cfg.Schema.Qualified(schema.Symbols)+" WHERE TenantId = ? AND BuildId = ?) AND Start <= ? AND ? < End LIMIT 1",
-			cfg.Ingest.Receiver.DefaultTenant, libc[0].buildID, cfg.Ingest.Receiver.DefaultTenant, libc[0].buildID, va, va).Scan(&fns)
-		if err != nil || len(fns) == 0 {
-			t.Logf("0x%x: no stored range (llvm-symbolizer: %+v): not an exported function", va, oracle[i])
-			continue
+		fns, ok := found[va]
+		if !ok {
+			continue // not in an exported function (.dynsym), or in code DWARF names no function in
 		}
 		want := make([]string, 0, len(oracle[i]))
 		for _, fr := range oracle[i] {
 			want = append(want, fr.Function)
 		}
-		// Both innermost first: the inline stack when a debug file is
-		// installed (libc6-dbg), else one exported function. A function
-		// with several names (glibc's pread64, __pread64,
-		// __libc_pread64) may be named by another alias: the store takes
-		// the symbol table's (symtab.go), with its version
-		// ("pthread_cond_signal@@GLIBC_2.3.2"), llvm-symbolizer DWARF's.
 		require.Len(t, fns, len(want), "0x%x: stored %v, llvm-symbolizer %v", va, fns, want)
 		for lvl := range want {
 			if fns[lvl] != want[lvl] {
@@ -329,7 +345,7 @@ func TestHostNamesTheSelfProfile(t *testing.T) {
 			named[fn] = true
 		}
 	}
-	require.NotEmpty(t, named, "some sampled libc address is in an exported function")
+	require.NotEmpty(t, named)
 
 	frames, err := run(ctx, &query.Engine{Conn: svc.Conn(), Tables: cfg.Schema}, start.Add(-time.Minute), time.Now().Add(time.Minute),
 		map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": demoSel})
@@ -349,6 +365,38 @@ func TestHostNamesTheSelfProfile(t *testing.T) {
 	stopBusy()
 	stopped = true
 	require.NoError(t, svc.Stop(ctx), "clean stop")
+}
+
+// libcFrames reads the self-profile's distinct unsymbolized frames in
+// libc.so.6 (with a build id).
+func libcFrames(t *testing.T, svc *Service, cfg Config) []libcFrame {
+	t.Helper()
+	rows, err := svc.Conn().Query(context.Background(), "SELECT DISTINCT MappingFile, BuildId, Address, MappingStart, MappingOffset FROM "+
+		cfg.Schema.Qualified(schema.Frames)+" WHERE ServiceName = 'flamehouse' AND endsWith(MappingFile, '/libc.so.6') AND BuildId != '' "+
+		"AND FunctionName = '' AND Address != 0 LIMIT 100")
+	require.NoError(t, err)
+	defer func() { _ = rows.Close() }()
+	var out []libcFrame
+	for rows.Next() {
+		var f libcFrame
+		require.NoError(t, rows.Scan(&f.file, &f.buildID, &f.addr, &f.mapStart, &f.mapOffset))
+		out = append(out, f)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// extractFile reads a file's symbols, checking its build id.
+func extractFile(t *testing.T, path, buildID string) *symbols.Executable {
+	t.Helper()
+	f, err := os.Open(path) //nolint:gosec // G304: a file this process maps
+	require.NoError(t, err)
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	require.NoError(t, err)
+	exe, err := symbols.ExtractWith(f, st.Size(), symbols.Options{ExpectBuildID: buildID})
+	require.NoError(t, err, "the mapped file is the one the frames name")
+	return exe
 }
 
 // functionAddrs maps the function symbols of the files that exist among
