@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs README command one (./scripts/run.sh) on a temporary data directory
-# and ports, checks that it prints how to connect and that the schema is
+# and free ports (every listener), checks that it prints how to connect and that the schema is
 # there, waits for the demo traces (a span in otel_traces whose id CPU
 # samples carry), then stops it with SIGINT and checks that it exits cleanly.
 set -euo pipefail
@@ -8,9 +8,14 @@ cd "$(dirname "$0")/.."
 
 data=$(mktemp -d)
 log=$(mktemp)
-port=${SMOKE_PORT:-18123}
-grpc_port=${SMOKE_GRPC_PORT:-$((port + 1))}
-http_port=${SMOKE_HTTP_PORT:-$((port + 2))}
+# free_port prints a TCP port free on loopback now, so that the smoke test
+# runs next to another Flamehouse (8123, 4317, 4318 taken) or a second run.
+free_port() {
+  node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'
+}
+port=${SMOKE_PORT:-$(free_port)}
+grpc_port=${SMOKE_GRPC_PORT:-$(free_port)}
+http_port=${SMOKE_HTTP_PORT:-$(free_port)}
 cleanup() { kill "$pid" 2>/dev/null || true; rm -rf "$data" "$log"; }
 
 ./scripts/run.sh -embedded.data-dir "$data" -embedded.listen-address "127.0.0.1:$port" \

@@ -46,15 +46,16 @@ func (r *Receiver) handleHTTP(w http.ResponseWriter, req *http.Request) {
 // serveHTTP answers an export request; it returns the error it answered
 // with, or nil for a success.
 func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) *exportError {
-	contentType := contentProtobuf
-	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err == nil {
-		contentType = mt
-	}
-	if contentType != contentProtobuf && contentType != contentJSON {
-		eerr := &exportError{
-			http: http.StatusUnsupportedMediaType, reason: "content_type",
-			msg: fmt.Sprintf("unsupported Content-Type %q: send %s or %s", req.Header.Get("Content-Type"), contentProtobuf, contentJSON),
+	// OTLP/HTTP requires the Content-Type header: a request without one is
+	// refused like any other type, not guessed to be protobuf.
+	header := req.Header.Get("Content-Type")
+	contentType, _, err := mime.ParseMediaType(header)
+	if err != nil || (contentType != contentProtobuf && contentType != contentJSON) {
+		msg := fmt.Sprintf("unsupported Content-Type %q: send %s or %s", header, contentProtobuf, contentJSON)
+		if header == "" {
+			msg = fmt.Sprintf("no Content-Type: OTLP/HTTP requires %s or %s", contentProtobuf, contentJSON)
 		}
+		eerr := &exportError{http: http.StatusUnsupportedMediaType, reason: "content_type", msg: msg}
 		r.writeHTTPError(w, contentProtobuf, eerr, "http")
 		return eerr
 	}

@@ -298,8 +298,16 @@ func TestInvalidRequestsAreRefusedClearly(t *testing.T) {
 	// Not protobuf, not JSON; not OTLP at all.
 	a = e.post(t, []byte("hello"), map[string]string{"Content-Type": "text/plain"})
 	require.Equal(t, http.StatusUnsupportedMediaType, a.status)
-	a = e.post(t, []byte{0xff, 0xff, 0xff}, nil)
+	// No Content-Type: OTLP/HTTP requires one; a valid protobuf body is not guessed at.
+	a = e.post(t, marshal(t, req), map[string]string{"Content-Type": ""})
+	require.Equal(t, http.StatusUnsupportedMediaType, a.status)
+	require.NoError(t, proto.Unmarshal(a.body, &st))
+	require.Contains(t, st.GetMessage(), "no Content-Type: OTLP/HTTP requires application/x-protobuf or application/json")
+	// A corrupt gzip body: 400.
+	a = e.post(t, []byte("not gzip at all"), map[string]string{"Content-Encoding": "gzip"})
 	require.Equal(t, http.StatusBadRequest, a.status)
+	require.NoError(t, proto.Unmarshal(a.body, &st))
+	require.Contains(t, st.GetMessage(), "invalid gzip body")
 	a = e.post(t, []byte(`{"resourceProfiles": [], "futureField": 1}`), map[string]string{"Content-Type": contentJSON})
 	require.Equal(t, http.StatusBadRequest, a.status)
 	require.Contains(t, string(a.body), "futureField")
