@@ -24,7 +24,7 @@ test.skip(!process.env.GRAFANA_URL, SKIP_REASON);
 const service = `{service_name="${SERVICE}"}`;
 /** The Executables query type (docs/symbols.md); helpers' Query lists the types the other specs use. */
 const EXECUTABLES = 'executables' as Query['queryType'];
-const SOURCES = ['upload', 'debuginfod', 'host', 'on host', 'none'];
+const SOURCES = ['upload', 'debuginfod', 'ingest host', 'on host', 'none'];
 
 test("the Executables view lists the demo's executables, and a row opens the flame graph of that executable", async ({
   readProvisionedDataSource,

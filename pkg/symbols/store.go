@@ -16,7 +16,7 @@ import (
 const (
 	SourceUpload     = "upload"
 	SourceDebuginfod = "debuginfod"
-	SourceHost       = "host" // found on the ingest's own machine by build id
+	SourceHost       = "ingest host" // found on the ingest's own machine by build id (not "on host": names the sender sent)
 )
 
 // NativeInserter sends an insert whose data is a ClickHouse Native block

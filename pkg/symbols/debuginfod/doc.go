@@ -6,7 +6,7 @@
 // Its sources are asked in order for each artifact: the host first, when
 // HostConfig.Enabled (each debug dir's .build-id/xx/rest.debug for the
 // debug file; .build-id/xx/rest, then the frame's mapping path, for the
-// executable; stored with source "host"), then the servers. A file from
+// executable; stored with source "ingest host"), then the servers. A file from
 // any source is used only when its build id is the one asked for, so a
 // mapping path a remote sender names can never bring another file's
 // symbols.

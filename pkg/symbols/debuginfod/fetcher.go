@@ -67,7 +67,7 @@ type item struct {
 }
 
 // Fetcher finds, in the background, the symbols of executables that
-// ingested frames left unsymbolized, on this host (source "host") and on
+// ingested frames left unsymbolized, on this host (source "ingest host") and on
 // debuginfod servers (source "debuginfod"), and stores them. It is a
 // pipeline.UnsymbolizedSink.
 type Fetcher struct {
