@@ -66,6 +66,7 @@ func TestRunCommandServesTheSchema(t *testing.T) {
 		require.Contains(t, string(body), table+"\n")
 	}
 	require.Contains(t, printed.String(), "OTLP profiles: gRPC 127.0.0.1:")
+	require.Regexp(t, `Symbols:  PUT http://127\.0\.0\.1:\d+/v1/symbols/<build id>`, printed.String())
 
 	// The main job profiles itself through its own OTLP endpoint: real
 	// flame graph data shows up without any other sender.

@@ -316,6 +316,9 @@ func (s *Service) Describe(w io.Writer) {
 	if s.ingester != nil {
 		p("  OTLP profiles: gRPC %s, HTTP http://%s/v1development/profiles (metrics on http://%s/metrics)",
 			s.ingester.GRPCAddress(), s.ingester.HTTPAddress(), s.ingester.HTTPAddress())
+		if cfg.Symbols.Upload.Enabled {
+			p("  Symbols:  PUT http://%s/v1/symbols/<build id>, or flamehouse symbols upload FILE... (docs/symbols.md)", s.ingester.HTTPAddress())
+		}
 		if cfg.SelfProfile.Enabled {
 			p("  Demo data: this process profiles itself every %s as service %q.", cfg.SelfProfile.Interval, cfg.SelfProfile.ServiceName)
 		}
