@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -211,13 +212,15 @@ func BenchmarkQueryRateScaling(b *testing.B) {
 					}
 				}
 			}
-			p50 := func(d []time.Duration) float64 {
-				sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-				return float64(d[len(d)/2].Microseconds()) / 1000
-			}
-			b.ReportMetric(p50(base), "p50-ms")
-			b.ReportMetric(p50(doubled), "p50-ms-2x")
-			b.ReportMetric(p50(doubled)/p50(base), "ratio")
+			b.ReportMetric(p50Millis(base), "p50-ms")
+			b.ReportMetric(p50Millis(doubled), "p50-ms-2x")
+			b.ReportMetric(p50Millis(doubled)/p50Millis(base), "ratio")
 		})
 	}
+}
+
+// p50Millis is the median of durations in milliseconds (d is sorted).
+func p50Millis(d []time.Duration) float64 {
+	slices.Sort(d)
+	return float64(d[len(d)/2].Microseconds()) / 1000
 }

@@ -143,13 +143,9 @@ func BenchmarkSymbolResolution(b *testing.B) {
 				}
 			}
 		}
-		p50 := func(d []time.Duration) float64 {
-			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-			return float64(d[len(d)/2].Microseconds()) / 1000
-		}
-		b.ReportMetric(p50(base), "p50-ms-named")
-		b.ReportMetric(p50(withResolution), "p50-ms-resolved")
-		b.ReportMetric(p50(withResolution)/p50(base), "ratio")
+		b.ReportMetric(p50Millis(base), "p50-ms-named")
+		b.ReportMetric(p50Millis(withResolution), "p50-ms-resolved")
+		b.ReportMetric(p50Millis(withResolution)/p50Millis(base), "ratio")
 		b.ReportMetric(float64(stacks), "stacks")
 		b.ReportMetric(float64(unsymbolized), "unsymbolized-frames")
 		b.ReportMetric(100*float64(unsymbolized)/float64(allFrames), "unsymbolized-%")
