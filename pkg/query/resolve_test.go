@@ -151,7 +151,6 @@ func TestLookupIDsKeepOnlyBuildIDs(t *testing.T) {
 func BenchmarkResolutionNaming(b *testing.B) {
 	const (
 		ids, ranges, size = 200, 256, 4096
-		frames            = 7000
 		base              = 0x7f0000000000
 	)
 	rs := &resolution{exes: map[string]*executable{}, tables: map[string]*rangeTable{}}
@@ -164,18 +163,24 @@ func BenchmarkResolutionNaming(b *testing.B) {
 		rs.tables[id] = newTable(trs...)
 		rs.exes[id] = &executable{buildID: id, segs: []symbols.Segment{{Offset: 0, Vaddr: 0, Filesz: 1 << 24}}}
 	}
-	natives := map[uint64]nativeFrame{}
-	for i := range frames {
-		va := uint64(0x1000 + (i*7919)%(ranges*size))
-		natives[uint64(i)] = nativeFrame{buildID: fmt.Sprintf("%040x", i%ids), address: base + va, mappingStart: base, mappingOffset: 0}
+	// 7,000 unsymbolized frames: BenchmarkSymbolResolution's graph; 100,000:
+	// the bound for one flame graph.
+	for _, frames := range []int{7000, 100_000} {
+		b.Run(fmt.Sprintf("frames=%d", frames), func(b *testing.B) {
+			natives := map[uint64]nativeFrame{}
+			for i := range frames {
+				va := uint64(0x1000 + (i*7919)%(ranges*size))                                                                                    //nolint:gosec // G115: small test values
+				natives[uint64(i)] = nativeFrame{buildID: fmt.Sprintf("%040x", i%ids), address: base + va, mappingStart: base, mappingOffset: 0} //nolint:gosec // G115: as above
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				fn := &frameNames{labels: make(map[uint64]string, frames)}
+				rs.name(natives, fn, false)
+				if len(fn.labels) != frames {
+					b.Fatalf("named %d of %d frames", len(fn.labels), frames)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(frames), "ns/frame")
+		})
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		fn := &frameNames{labels: make(map[uint64]string, frames)}
-		rs.name(natives, fn, false)
-		if len(fn.labels) != frames {
-			b.Fatalf("named %d of %d frames", len(fn.labels), frames)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/frames, "ns/frame")
 }
