@@ -159,14 +159,13 @@ func (g *guard) check(t token) error {
 		}
 		return g.setVerb(t)
 	}
-	if t.kind == tokWord {
-		name := strings.ToLower(t.text)
-		switch {
-		case name == "infile" || name == "outfile":
-			return accessDenied("%s is not allowed: the embedded server does not read or write host files", strings.ToUpper(name))
-		case deniedSettings[name]:
-			return accessDenied("setting %s cannot be changed from SQL on the embedded server", name)
-		}
+	if t.kind == tokWord && (t.is("infile") || t.is("outfile")) {
+		return accessDenied("%s is not allowed: the embedded server does not read or write host files", strings.ToUpper(t.text))
+	}
+	// A setting's name may be quoted (SETTINGS `max_execution_time` = 1e6,
+	// SET "readonly" = 0): the engine takes it either way, so must the guard.
+	if name := t.name(); deniedSettings[name] {
+		return accessDenied("setting %s cannot be changed from SQL on the embedded server", name)
 	}
 	if t.isPunct("(") && n >= 2 {
 		if prev := g.toks[n-2]; hostAccessNames[prev.name()] {
