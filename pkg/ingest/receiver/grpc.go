@@ -1,7 +1,9 @@
 package receiver
 
 import (
+	"compress/gzip"
 	"context"
+	"io"
 	"net/http"
 	"time"
 
@@ -26,8 +28,42 @@ type grpcService struct {
 }
 
 // rawRequest is an Export request's protobuf encoding, owned by the
-// handler (copied out of gRPC's buffers, which are reused).
-type rawRequest struct{ payload []byte }
+// handler (copied out of gRPC's buffers, which are reused). undecodable,
+// when set, says why its gzip body could not be decompressed
+// (requestDecompressor), and payload is empty.
+type rawRequest struct {
+	payload     []byte
+	undecodable string
+}
+
+// undecodableMark starts what requestDecompressor hands on for a body it
+// could not decompress: a protobuf message never starts with 0x00 (field
+// number 0 does not exist), so the codec tells the two apart.
+const undecodableMark = 0x00
+
+// requestDecompressor decompresses gzip requests for this server alone (a
+// server option; gRPC's registered gzip compressor, which clients in the
+// same process use, is left alone). gRPC answers a body its decompressor
+// refuses with Internal, written before the handler runs; a corrupt body is
+// the sender's fault and must be InvalidArgument, as OTLP/HTTP answers 400.
+// So a corrupt body is handed on as undecodableMark and the reason, and
+// the handler answers it. At most limit+1 bytes are decompressed: gRPC
+// then refuses a larger message (ResourceExhausted) without inflating a
+// gzip bomb.
+type requestDecompressor struct{ limit int }
+
+func (requestDecompressor) Type() string { return "gzip" }
+
+func (d requestDecompressor) Do(r io.Reader) ([]byte, error) {
+	zr, err := gzip.NewReader(r)
+	if err == nil {
+		var out []byte
+		if out, err = io.ReadAll(io.LimitReader(zr, int64(d.limit)+1)); err == nil {
+			return out, nil
+		}
+	}
+	return append([]byte{undecodableMark}, err.Error()...), nil
+}
 
 // exportMethod is ProfilesService/Export's full gRPC method name.
 const exportMethod = "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
@@ -70,6 +106,9 @@ func (c rawCodec) Marshal(v any) (mem.BufferSlice, error) { return c.proto.Marsh
 func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if raw, ok := v.(*rawRequest); ok {
 		raw.payload = data.Materialize()
+		if len(raw.payload) > 0 && raw.payload[0] == undecodableMark {
+			raw.undecodable, raw.payload = string(raw.payload[1:]), nil
+		}
 		return nil
 	}
 	return c.proto.Unmarshal(data, v)
@@ -113,6 +152,9 @@ func (s *grpcService) export(ctx context.Context, md metadata.MD, req *rawReques
 	tenant, err := r.cfg.authenticate(authorization)
 	if err != nil {
 		return nil, &exportError{grpc: codes.Unauthenticated, reason: "unauthenticated", msg: err.Error()}
+	}
+	if req.undecodable != "" {
+		return nil, badRequest("decode", "invalid gzip body: %s", req.undecodable)
 	}
 	size := len(req.payload)
 	r.metrics.requestBytes.Observe(float64(size))

@@ -82,7 +82,8 @@ func (r *Receiver) serverConfig(reg *prometheus.Registry) (server.Config, error)
 	scfg.HTTPListenAddress, scfg.HTTPListenPort = httpHost, httpPort
 	scfg.GRPCServerMaxRecvMsgSize = r.cfg.MaxRequestBytes
 	scfg.GRPCServerMaxSendMsgSize = 4 << 20
-	scfg.GRPCOptions = append(scfg.GRPCOptions, grpc.ForceServerCodecV2(newRawCodec()))
+	scfg.GRPCOptions = append(scfg.GRPCOptions, grpc.ForceServerCodecV2(newRawCodec()),
+		grpc.RPCDecompressor(requestDecompressor{limit: r.cfg.MaxRequestBytes})) //nolint:staticcheck // SA1019: the one server-scoped decompressor gRPC has; see requestDecompressor
 	scfg.MetricsNamespace = "flamehouse"
 	scfg.RegisterInstrumentation = true // /metrics and /debug/pprof
 	scfg.Registerer, scfg.Gatherer = reg, reg

@@ -6,11 +6,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -303,18 +305,31 @@ func TestInvalidRequestsAreRefusedClearly(t *testing.T) {
 	require.Equal(t, http.StatusUnsupportedMediaType, a.status)
 	require.NoError(t, proto.Unmarshal(a.body, &st))
 	require.Contains(t, st.GetMessage(), "no Content-Type: OTLP/HTTP requires application/x-protobuf or application/json")
-	// A corrupt gzip body: 400.
+	// A corrupt gzip body: 400 over HTTP, InvalidArgument (not Internal) over gRPC.
 	a = e.post(t, []byte("not gzip at all"), map[string]string{"Content-Encoding": "gzip"})
 	require.Equal(t, http.StatusBadRequest, a.status)
 	require.NoError(t, proto.Unmarshal(a.body, &st))
 	require.Contains(t, st.GetMessage(), "invalid gzip body")
+	code, msg := rawGRPCExport(t, e.r.GRPCAddress(), []byte("not gzip at all"))
+	require.Equal(t, codes.InvalidArgument, code, msg)
+	require.Contains(t, msg, "invalid gzip body")
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	_, err = zw.Write(marshal(t, req))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	code, msg = rawGRPCExport(t, e.r.GRPCAddress(), zipped.Bytes()[:zipped.Len()-9])
+	require.Equal(t, codes.InvalidArgument, code, "a truncated gzip stream: %s", msg)
+	// The same frame, whole, is taken: the raw call itself is sound.
+	code, msg = rawGRPCExport(t, e.r.GRPCAddress(), zipped.Bytes())
+	require.Equal(t, codes.OK, code, msg)
 	a = e.post(t, []byte(`{"resourceProfiles": [], "futureField": 1}`), map[string]string{"Content-Type": contentJSON})
 	require.Equal(t, http.StatusBadRequest, a.status)
 	require.Contains(t, string(a.body), "futureField")
 
 	total, _ := e.stored(t)
 	_, want := generated(5)
-	require.Equal(t, want, total, "only the valid version-1 request stored rows")
+	require.Equal(t, 2*want, total, "only the valid version-1 request and the whole gzip call stored rows")
 }
 
 func TestRequestSizeLimit(t *testing.T) {
@@ -324,6 +339,16 @@ func TestRequestSizeLimit(t *testing.T) {
 	require.Equal(t, http.StatusRequestEntityTooLarge, a.status)
 	_, err := e.grpcClient(t).Export(context.Background(), req)
 	require.Equal(t, codes.ResourceExhausted, status.Code(err))
+	// A gzip body small on the wire but larger than the limit once
+	// decompressed (a gzip bomb in small) is refused without inflating it all.
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	_, err = zw.Write(make([]byte, 1<<20))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.Less(t, zipped.Len(), 10_000)
+	code, msg := rawGRPCExport(t, e.r.GRPCAddress(), zipped.Bytes())
+	require.Equal(t, codes.ResourceExhausted, code, msg)
 }
 
 func TestAuthMapsCredentialsToTenants(t *testing.T) {
@@ -429,4 +454,32 @@ func TestStopDrainsRequestsInFlight(t *testing.T) {
 	require.NoError(t, <-done)
 	got, _ := e.stored(t)
 	require.Equal(t, want, got)
+}
+
+// rawGRPCExport sends one Export call as raw HTTP/2 frames (prior
+// knowledge, no TLS), its message marked gzip-compressed and sent as the
+// bytes given: a corrupt gzip stream cannot be sent with a gRPC client,
+// whose compressors are process-wide and shared with the server under
+// test. It returns the call's status from the trailers.
+func rawGRPCExport(t *testing.T, addr string, gzipped []byte) (codes.Code, string) {
+	t.Helper()
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	defer tr.CloseIdleConnections()
+	frame := make([]byte, 5, 5+len(gzipped))
+	frame[0] = 1                                                // compressed
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(gzipped))) //nolint:gosec // G115: a test's short message
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+addr+exportMethod, bytes.NewReader(append(frame, gzipped...)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/grpc")
+	req.Header.Set("TE", "trailers")
+	req.Header.Set("Grpc-Encoding", "gzip")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, err)
+	code, err := strconv.Atoi(resp.Trailer.Get("Grpc-Status") + resp.Header.Get("Grpc-Status"))
+	require.NoError(t, err, "grpc-status in %v %v", resp.Header, resp.Trailer)
+	return codes.Code(code), resp.Trailer.Get("Grpc-Message") + resp.Header.Get("Grpc-Message") //nolint:gosec // G115: gRPC codes are small
 }
