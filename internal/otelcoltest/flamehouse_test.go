@@ -72,7 +72,7 @@ func faultRequests(n int, start time.Time) []faultRequest {
 }
 
 // storedCPU reads the CPU time stored per service.instance.id from the
-// samples table, and from the per-minute rollup (by way of the series).
+// samples table and from the per-minute rollup, by way of the series.
 func storedCPU(t *testing.T, conn clickhouse.Conn, db string) (samples, rollup map[string]int64) {
 	t.Helper()
 	read := func(q string) map[string]int64 {
@@ -89,12 +89,13 @@ func storedCPU(t *testing.T, conn clickhouse.Conn, db string) (samples, rollup m
 		require.NoError(t, rows.Err())
 		return out
 	}
-	samples = read("SELECT ServiceInstanceId, toInt64(sum(Value)) FROM " + db + ".otel_profile_samples " +
-		"WHERE ProfileType = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds' GROUP BY ServiceInstanceId")
-	rollup = read("SELECT s.ResourceAttributes['service.instance.id'] AS id, toInt64(sum(r.Value)) FROM " + db + ".otel_profile_samples_1m AS r " +
-		"INNER JOIN (SELECT DISTINCT SeriesId, ResourceAttributes FROM " + db + ".otel_profile_series) AS s ON r.SeriesId = s.SeriesId " +
-		"WHERE r.ProfileType = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds' GROUP BY id")
-	return samples, rollup
+	// Resource attributes live once per series (profile_series).
+	byInstance := func(table string) map[string]int64 {
+		return read("SELECT s.ResourceAttributes['service.instance.id'] AS id, toInt64(sum(r.Value)) FROM " + db + "." + table + " AS r " +
+			"INNER JOIN (SELECT DISTINCT SeriesId, ResourceAttributes FROM " + db + ".otel_profile_series) AS s ON r.SeriesId = s.SeriesId " +
+			"WHERE r.ProfileType = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds' GROUP BY id")
+	}
+	return byInstance("otel_profile_samples"), byInstance("otel_profile_samples_1m")
 }
 
 // TestFlamehouseExporterSurvivesSIGKILL loads the distribution's
@@ -241,7 +242,8 @@ func TestFlamehouseExporterSurvivesSIGKILL(t *testing.T) {
 // writtenIDs counts the requests with rows in the samples table.
 func writtenIDs(conn clickhouse.Conn, db string) (uint64, error) {
 	var n uint64
-	err := conn.QueryRow(context.Background(), "SELECT uniqExact(ServiceInstanceId) FROM "+db+".otel_profile_samples").Scan(&n)
+	err := conn.QueryRow(context.Background(), "SELECT uniqExact(ResourceAttributes['service.instance.id']) FROM "+db+".otel_profile_series "+
+		"WHERE SeriesId IN (SELECT SeriesId FROM "+db+".otel_profile_samples)").Scan(&n)
 	return n, err
 }
 

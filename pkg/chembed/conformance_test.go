@@ -347,9 +347,9 @@ func TestConformanceSchemaColumnTypes(t *testing.T) {
 		require.NoError(t, batch.Append(values...))
 		require.NoError(t, batch.Send())
 	}
-	insert(schema.Samples, "Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, TraceId, SpanId, SampleAttributes, K8sPodName",
+	insert(schema.Samples, "Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, TraceId, SpanId, SampleAttributes",
 		ts, "t", "svc", "process_cpu:cpu:nanoseconds:cpu:nanoseconds", uint64(1)<<63+7, uint64(42), int64(-5),
-		"0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", map[string]string{"thread.name": "main"}, "pod-0")
+		"0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", map[string]string{"thread.name": "main"})
 	insert(schema.Stacks, "TenantId, ServiceName, StackId, FrameIds, LastSeen", "t", "svc", uint64(1)<<63+7, []uint64{3, 2, 1}, day)
 	insert(schema.Frames, "TenantId, ServiceName, FrameId, FunctionName, SystemName, FileName, Line, Column, Inlined, MappingFile, BuildId, Address, FrameType, LastSeen",
 		"t", "svc", uint64(3), "main.work", "_ZN4main4workE", "main.go", uint32(42), uint32(7), true, "/bin/app", "abc123", uint64(0x401000), "go", day)

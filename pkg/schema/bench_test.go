@@ -30,9 +30,9 @@ func BenchmarkBytesPerSample(b *testing.B) {
 		_, err = m.Migrate(ctx)
 		require.NoError(b, err)
 		insert := fmt.Sprintf(`INSERT INTO %s (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value,
-			TraceId, SpanId, SampleAttributes, ServiceNamespace, K8sNamespaceName, K8sPodName, K8sNodeName)
+			TraceId, SpanId, SampleAttributes)
 		SELECT ts, '', 'checkout', 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', stack, cityHash64(pod), sum(50000000),
-			trace, span, map('thread.name', thread), 'shop', 'prod', concat('checkout-', toString(pod)), concat('node-', toString(pod %% 10))
+			trace, span, map('thread.name', thread)
 		FROM (
 			SELECT toDateTime('2026-11-20 12:00:00') + intDiv(number, 10000) AS ts,
 				cityHash64(toUInt64(exp(log(50000.) * rand(1) / 4294967295.))) AS stack,

@@ -7,8 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
+
+// migrationSettings are the query settings of every migration statement:
+// LowCardinality(UInt64) columns (schema version 4) need
+// allow_suspicious_low_cardinality_types to be created or altered to.
+var migrationSettings = clickhouse.Settings{"allow_suspicious_low_cardinality_types": 1}
 
 // Report says what Migrate changed.
 type Report struct {
@@ -54,6 +60,18 @@ func (c *Config) qualifiedLocal(table string) string {
 // the tables' TTLs in line with the configured retention. Every statement
 // is idempotent, so a migration interrupted half-way is simply run again.
 func (m *Migrator) Migrate(ctx context.Context) (Report, error) {
+	report, err := m.MigrateTo(ctx, LatestVersion())
+	if err != nil {
+		return report, err
+	}
+	report.RetentionChanged, err = m.reconcileRetention(ctx)
+	return report, err
+}
+
+// MigrateTo applies the migrations not yet recorded up to and including
+// version target, in order, and leaves retention as the migrations set it.
+// Upgrade tests use it to build a database of an older schema.
+func (m *Migrator) MigrateTo(ctx context.Context, target int) (Report, error) {
 	var report Report
 	for _, stmt := range m.cfg.migrationsDDL() {
 		if err := m.conn.Exec(ctx, stmt); err != nil {
@@ -69,12 +87,15 @@ func (m *Migrator) Migrate(ctx context.Context) (Report, error) {
 		return report, err
 	}
 	for _, mig := range migrations {
+		if mig.Version > target {
+			break
+		}
 		report.Version = mig.Version
 		if applied[mig.Version] {
 			continue
 		}
 		for i, stmt := range mig.Statements {
-			if err := m.conn.Exec(ctx, stmt); err != nil {
+			if err := m.conn.Exec(clickhouse.Context(ctx, clickhouse.WithSettings(migrationSettings)), stmt); err != nil {
 				return report, fmt.Errorf("migration %04d_%s, statement %d: %w", mig.Version, mig.Name, i+1, err)
 			}
 		}
@@ -85,8 +106,7 @@ func (m *Migrator) Migrate(ctx context.Context) (Report, error) {
 		}
 		report.Applied = append(report.Applied, fmt.Sprintf("%04d_%s", mig.Version, mig.Name))
 	}
-	report.RetentionChanged, err = m.reconcileRetention(ctx)
-	return report, err
+	return report, nil
 }
 
 func (m *Migrator) appliedVersions(ctx context.Context) (map[int]bool, error) {

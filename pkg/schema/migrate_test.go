@@ -47,7 +47,7 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 
 	report, err := m.Migrate(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols"}, report.Applied)
+	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols", "0004_dense_columns"}, report.Applied)
 	require.Equal(t, schema.LatestVersion(), report.Version)
 	require.Empty(t, report.RetentionChanged, "tables are created with the configured TTL")
 
@@ -91,7 +91,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	require.NoError(t, conn.Exec(ctx, "TRUNCATE TABLE "+cfg.Database+".otel_profile_schema_migrations"))
 	report, err = m.Migrate(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols"}, report.Applied)
+	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols", "0004_dense_columns"}, report.Applied)
 }
 
 func TestMigrateAppliesRetentionChanges(t *testing.T) {
@@ -164,14 +164,14 @@ func TestRollupsFollowSamples(t *testing.T) {
 
 	base := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	batch, err := conn.PrepareBatch(ctx, "INSERT INTO "+cfg.Qualified(schema.Samples)+
-		" (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, TraceId, SpanId, SampleAttributes, K8sPodName)")
+		" (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, TraceId, SpanId, SampleAttributes)")
 	require.NoError(t, err)
 	const cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 	for i := range 600 {
 		ts := base.Add(time.Duration(i) * 10 * time.Second) // 100 minutes
 		series := uint64(1 + (i/2)%2)
 		require.NoError(t, batch.Append(ts, "t1", "checkout", cpu, uint64(100+i%2), series, int64(1000+i),
-			"", "", map[string]string{"thread.name": fmt.Sprintf("worker-%d", i%3)}, fmt.Sprintf("pod-%d", series)))
+			"", "", map[string]string{"thread.name": fmt.Sprintf("worker-%d", i%3)}))
 	}
 	require.NoError(t, batch.Send())
 	require.NoError(t, conn.Exec(ctx, "INSERT INTO "+cfg.Qualified(schema.Series)+

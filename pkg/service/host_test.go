@@ -423,7 +423,17 @@ func functionAddrs(t *testing.T, paths ...string) map[string][]uint64 {
 }
 
 // unversioned drops a symbol version: "memcpy@GLIBC_2.2.5" is memcpy.
+//
+// It also drops the suffix GCC gives a function's clones
+// ("msort_with_tmp.part.0", ".isra.0", ".constprop.0", ".cold"): the
+// symbol table names the clone, DWARF (and so llvm-symbolizer) the
+// function it was cloned from.
 func unversioned(name string) string {
 	name, _, _ = strings.Cut(name, "@")
+	for _, clone := range []string{".part.", ".isra.", ".constprop.", ".lto_priv.", ".cold"} {
+		if i := strings.Index(name, clone); i > 0 {
+			name = name[:i]
+		}
+	}
 	return name
 }

@@ -200,7 +200,7 @@ func TestConvertEBPFShapedProfile(t *testing.T) {
 	for _, s := range res.Batch.Samples {
 		total += s.Value
 		require.Equal(t, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", s.Meta.ProfileType)
-		require.Equal(t, "checkout-7d9", s.Meta.Series.Labels.K8sPodName)
+		require.Equal(t, "checkout-7d9", s.Meta.Series.Attributes["k8s.pod.name"])
 	}
 	require.Equal(t, int64(6*50_000_000), total)
 	require.Len(t, res.Batch.Samples, 4)
@@ -238,7 +238,7 @@ func TestConvertResolvesStringReferences(t *testing.T) {
 	require.Empty(t, res.Rejected)
 	s := res.Batch.Samples[0].Meta.Series
 	require.Equal(t, "payments", s.Service)
-	require.Equal(t, "7", s.Labels.K8sNamespaceName)
+	require.Equal(t, "7", s.Attributes["k8s.namespace.name"])
 	require.Equal(t, "go.opentelemetry.io/ebpf-profiler", s.Attributes["otel.scope.name"])
 }
 

@@ -12,43 +12,17 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// Labels are the resource attributes that every sample row carries as
-// LowCardinality columns, for filtering without a join.
-type Labels struct {
-	ServiceNamespace  string
-	ServiceInstanceID string
-	K8sClusterName    string
-	K8sNamespaceName  string
-	K8sPodName        string
-	K8sNodeName       string
-	K8sContainerName  string
-}
-
-// LabelsFrom picks the promoted attributes out of a resource attribute map.
-func LabelsFrom(attrs map[string]string) Labels {
-	return Labels{
-		ServiceNamespace:  attrs["service.namespace"],
-		ServiceInstanceID: attrs["service.instance.id"],
-		K8sClusterName:    attrs["k8s.cluster.name"],
-		K8sNamespaceName:  attrs["k8s.namespace.name"],
-		K8sPodName:        attrs["k8s.pod.name"],
-		K8sNodeName:       attrs["k8s.node.name"],
-		K8sContainerName:  attrs["k8s.container.name"],
-	}
-}
-
 // Series is one resource: the attributes all its samples share.
 type Series struct {
 	Tenant     string
 	Service    string
 	ID         uint64
 	Attributes map[string]string
-	Labels     Labels
 }
 
 // NewSeries builds a series and its id from tenant, service and attributes.
 func NewSeries(tenant, service string, attrs map[string]string) *Series {
-	return &Series{Tenant: tenant, Service: service, ID: SeriesID(tenant, service, attrs), Attributes: attrs, Labels: LabelsFrom(attrs)}
+	return &Series{Tenant: tenant, Service: service, ID: SeriesID(tenant, service, attrs), Attributes: attrs}
 }
 
 // SeriesID hashes tenant, service and the sorted attributes.

@@ -161,8 +161,9 @@ func boolNum(b bool) uint64 {
 }
 
 // sampleColumns are the samples table's columns, in insert order.
-const sampleColumns = "Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, TraceId, SpanId, SampleAttributes, " +
-	"ServiceNamespace, ServiceInstanceId, K8sClusterName, K8sNamespaceName, K8sPodName, K8sNodeName, K8sContainerName"
+// Resource attributes are not among them: they live once per series in
+// profile_series.
+const sampleColumns = "Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, TraceId, SpanId, SampleAttributes"
 
 var sampleColumnNames = strings.Split(sampleColumns, ", ")
 
@@ -233,7 +234,6 @@ func (w *Writer) insertSampleGroup(ctx context.Context, ps []*pending) (int, err
 var sampleWireTypes = func() []clickhouse.ColumnNameAndType {
 	types := []string{
 		"DateTime", "String", "String", "String", "UInt64", "UInt64", "Int64", "String", "String", "Map(String, String)",
-		"String", "String", "String", "String", "String", "String", "String",
 	}
 	out := make([]clickhouse.ColumnNameAndType, len(sampleColumnNames))
 	for i, n := range sampleColumnNames {
@@ -298,7 +298,7 @@ type sampleColumnData struct {
 	trace  []string
 	span   []string
 	attrs  []map[string]string
-	// lc holds TenantId, ServiceName, ProfileType and the label columns.
+	// lc holds TenantId, ServiceName and ProfileType.
 	lc [lcScalarFields][]string
 }
 
@@ -330,9 +330,5 @@ func (c *sampleColumnData) add(s *model.Sample) {
 
 // all returns the columns in sampleColumns order.
 func (c *sampleColumnData) all() []any {
-	out := []any{c.ts, c.lc[0], c.lc[1], c.lc[2], c.stack, c.series, c.value, c.trace, c.span, c.attrs}
-	for _, l := range c.lc[3:] {
-		out = append(out, l)
-	}
-	return out
+	return []any{c.ts, c.lc[0], c.lc[1], c.lc[2], c.stack, c.series, c.value, c.trace, c.span, c.attrs}
 }

@@ -36,7 +36,7 @@ const (
 	typeInt64      = "Int64"
 	typeString     = "String"
 	typeLCMap      = "Map(LowCardinality(String), LowCardinality(String))"
-	lcScalarFields = 10 // TenantId, ServiceName, ProfileType and the seven label columns
+	lcScalarFields = 3 // TenantId, ServiceName, ProfileType
 )
 
 // lcDict is the dictionary of one LowCardinality column.
@@ -82,13 +82,9 @@ type nativeSamples struct {
 }
 
 // scalarValues returns the LowCardinality scalar columns of a meta:
-// TenantId, ServiceName, ProfileType, then the label columns.
+// TenantId, ServiceName, ProfileType.
 func scalarValues(m *model.SampleMeta) [lcScalarFields]string {
-	l := &m.Series.Labels
-	return [lcScalarFields]string{
-		m.Series.Tenant, m.Series.Service, m.ProfileType,
-		l.ServiceNamespace, l.ServiceInstanceID, l.K8sClusterName, l.K8sNamespaceName, l.K8sPodName, l.K8sNodeName, l.K8sContainerName,
-	}
+	return [lcScalarFields]string{m.Series.Tenant, m.Series.Service, m.ProfileType}
 }
 
 // encodeSamples encodes the samples of a group of requests.
@@ -162,9 +158,6 @@ func (e *nativeSamples) encode(ps []*pending) {
 	e.header("SpanId", typeString)
 	eachSample(ps, func(s *model.Sample) { e.appendString(s.Meta.SpanID) })
 	e.mapColumn(ps)
-	for i, name := range sampleColumnNames[10:] {
-		e.lcColumn(name, 3+i)
-	}
 }
 
 func eachSample(ps []*pending, f func(*model.Sample)) {

@@ -19,19 +19,19 @@ import (
 
 // storedSample is a sample row as read back from ClickHouse.
 type storedSample struct {
-	ts                                         time.Time
-	tenant, service, profileType               string
-	stack, series                              uint64
-	value                                      int64
-	trace, span                                string
-	attrs                                      map[string]string
-	ns, instance, cluster, k8sNs, pod, node, c string
+	ts                           time.Time
+	tenant, service, profileType string
+	stack, series                uint64
+	value                        int64
+	trace, span                  string
+	attrs                        map[string]string
 }
 
 // TestNativeBlockRoundTrip writes rows whose columns need every encoding
 // case — no attributes at all, dictionaries beyond 256 and 65,536 entries
 // (wider indices), long and non-ASCII strings, negative values — and reads
-// back exactly what was written.
+// back exactly what was written. A shape gives row i its service, sample
+// attributes and trace link.
 func TestNativeBlockRoundTrip(t *testing.T) {
 	srv := chtest.Get(t)
 	native := nativeOf(t, srv)
@@ -40,11 +40,11 @@ func TestNativeBlockRoundTrip(t *testing.T) {
 	}
 	conn := srv.Open(t)
 	long := strings.Repeat("ß", 150) // a two-byte length prefix
-	cases := map[string]func(i int) (model.Labels, []model.KV, *[2]string){
-		"no-attributes": func(i int) (model.Labels, []model.KV, *[2]string) {
-			return model.Labels{K8sPodName: fmt.Sprintf("pod-%d", i%3)}, nil, nil
+	cases := map[string]func(i int) (string, []model.KV, *[2]string){
+		"no-attributes": func(i int) (string, []model.KV, *[2]string) {
+			return fmt.Sprintf("svc-%d", i%3), nil, nil
 		},
-		"uint16-indices": func(i int) (model.Labels, []model.KV, *[2]string) {
+		"uint16-indices": func(i int) (string, []model.KV, *[2]string) {
 			kvs := []model.KV{{Key: "cpu", Value: strconv.Itoa(i % 7)}, {Key: "thread.id", Value: strconv.Itoa(i)}}
 			if i%5 == 0 {
 				kvs = nil
@@ -53,11 +53,11 @@ func TestNativeBlockRoundTrip(t *testing.T) {
 			if i%2 == 0 {
 				link = nil
 			}
-			// 257 pods: one past what a one-byte index holds.
-			return model.Labels{K8sPodName: fmt.Sprintf("pod-%d", i%257), K8sNamespaceName: long, ServiceNamespace: "日本"}, kvs, link
+			// 257 services: one past what a one-byte index holds.
+			return fmt.Sprintf("%s-日本-%d", long, i%257), kvs, link
 		},
-		"uint32-indices": func(i int) (model.Labels, []model.KV, *[2]string) {
-			return model.Labels{K8sNodeName: "n"}, []model.KV{{Key: "thread.id", Value: strconv.Itoa(i)}}, nil
+		"uint32-indices": func(i int) (string, []model.KV, *[2]string) {
+			return "n", []model.KV{{Key: "thread.id", Value: strconv.Itoa(i)}}, nil
 		},
 	}
 	rowsOf := map[string]int{"no-attributes": 10, "uint16-indices": 1000, "uint32-indices": 70_000}
@@ -70,8 +70,8 @@ func TestNativeBlockRoundTrip(t *testing.T) {
 			want := make([]storedSample, 0, n)
 			base := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 			for i := range n {
-				labels, kvs, link := shape(i)
-				series := &model.Series{Tenant: "t", Service: "svc-" + strconv.Itoa(i%2), ID: uint64(i % 11), Labels: labels}
+				service, kvs, link := shape(i)
+				series := &model.Series{Tenant: "t", Service: service, ID: uint64(i % 11)}
 				meta := &model.SampleMeta{Series: series, ProfileType: "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}
 				if link != nil {
 					meta.TraceID, meta.SpanID = link[0], link[1]
@@ -82,7 +82,6 @@ func TestNativeBlockRoundTrip(t *testing.T) {
 				want = append(want, storedSample{
 					ts: time.Unix(s.Timestamp, 0).UTC(), tenant: "t", service: series.Service, profileType: meta.ProfileType,
 					stack: s.StackID, series: series.ID, value: s.Value, trace: meta.TraceID, span: meta.SpanID, attrs: attrs,
-					ns: labels.ServiceNamespace, k8sNs: labels.K8sNamespaceName, pod: labels.K8sPodName, node: labels.K8sNodeName,
 				})
 			}
 			_, err := w.insertSamples(context.Background(), []*pending{{ctx: context.Background(), batch: batch}})
@@ -107,7 +106,7 @@ func readSamples(t *testing.T, conn clickhouse.Conn, tables schema.Config) []sto
 	for rows.Next() {
 		var s storedSample
 		require.NoError(t, rows.Scan(&s.ts, &s.tenant, &s.service, &s.profileType, &s.stack, &s.series, &s.value, &s.trace, &s.span,
-			&s.attrs, &s.ns, &s.instance, &s.cluster, &s.k8sNs, &s.pod, &s.node, &s.c))
+			&s.attrs))
 		s.ts = s.ts.UTC()
 		out = append(out, s)
 	}

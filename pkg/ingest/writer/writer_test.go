@@ -137,7 +137,7 @@ func requireMetadataStored(t *testing.T, conn clickhouse.Conn, tables schema.Con
 		var pod string
 		require.NoError(t, conn.QueryRow(ctx, "SELECT ResourceAttributes, K8sPodName FROM "+tables.Qualified(schema.Series)+" WHERE SeriesId = ?", s.ID).Scan(&attrs, &pod))
 		require.Equal(t, s.Attributes, attrs)
-		require.Equal(t, s.Labels.K8sPodName, pod)
+		require.Equal(t, s.Attributes["k8s.pod.name"], pod)
 	}
 }
 
@@ -195,7 +195,8 @@ func TestWriteCommitsEveryTable(t *testing.T) {
 			require.Zero(t, missingSeries)
 
 			var pod string
-			q2 := "SELECT any(K8sPodName) FROM " + tables.Qualified(schema.Samples)
+			q2 := "SELECT any(K8sPodName) FROM " + tables.Qualified(schema.Series) + " WHERE SeriesId IN (SELECT SeriesId FROM " +
+				tables.Qualified(schema.Samples) + ")"
 			require.NoError(t, conn.QueryRow(context.Background(), q2).Scan(&pod))
 			require.Contains(t, pod, "checkout-")
 

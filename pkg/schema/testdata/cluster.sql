@@ -320,3 +320,64 @@ SETTINGS index_granularity = 8192;
 
 CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_executables` ON CLUSTER 'flamehouse' AS `otel`.`otel_profile_executables_local`
 ENGINE = Distributed('flamehouse', 'otel', 'otel_profile_executables_local', cityHash64(TenantId, BuildId));
+
+ALTER TABLE `otel`.`otel_profile_samples_local` ON CLUSTER 'flamehouse'
+    DROP COLUMN IF EXISTS `ServiceNamespace`,
+    DROP COLUMN IF EXISTS `ServiceInstanceId`,
+    DROP COLUMN IF EXISTS `K8sClusterName`,
+    DROP COLUMN IF EXISTS `K8sNamespaceName`,
+    DROP COLUMN IF EXISTS `K8sPodName`,
+    DROP COLUMN IF EXISTS `K8sNodeName`,
+    DROP COLUMN IF EXISTS `K8sContainerName`,
+    MODIFY COLUMN `Timestamp` DateTime CODEC(DoubleDelta, ZSTD(3)),
+    MODIFY COLUMN `StackId` UInt64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `SeriesId` LowCardinality(UInt64) CODEC(ZSTD(3)),
+    MODIFY COLUMN `Value` Int64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `TraceId` String CODEC(ZSTD(3)),
+    MODIFY COLUMN `SpanId` String CODEC(ZSTD(3)),
+    MODIFY COLUMN `SampleAttributes` Map(LowCardinality(String), LowCardinality(String)) CODEC(ZSTD(3));
+
+ALTER TABLE `otel`.`otel_profile_samples` ON CLUSTER 'flamehouse'
+    DROP COLUMN IF EXISTS `ServiceNamespace`,
+    DROP COLUMN IF EXISTS `ServiceInstanceId`,
+    DROP COLUMN IF EXISTS `K8sClusterName`,
+    DROP COLUMN IF EXISTS `K8sNamespaceName`,
+    DROP COLUMN IF EXISTS `K8sPodName`,
+    DROP COLUMN IF EXISTS `K8sNodeName`,
+    DROP COLUMN IF EXISTS `K8sContainerName`,
+    MODIFY COLUMN `SeriesId` LowCardinality(UInt64);
+
+ALTER TABLE `otel`.`otel_profile_samples_1m_local` ON CLUSTER 'flamehouse'
+    MODIFY COLUMN `Timestamp` DateTime CODEC(Delta(4), ZSTD(3)),
+    MODIFY COLUMN `StackId` UInt64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `SeriesId` LowCardinality(UInt64) CODEC(ZSTD(3)),
+    MODIFY COLUMN `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(3));
+
+ALTER TABLE `otel`.`otel_profile_samples_1m` ON CLUSTER 'flamehouse'
+    MODIFY COLUMN `SeriesId` LowCardinality(UInt64);
+
+ALTER TABLE `otel`.`otel_profile_samples_1h_local` ON CLUSTER 'flamehouse'
+    MODIFY COLUMN `Timestamp` DateTime CODEC(Delta(4), ZSTD(3)),
+    MODIFY COLUMN `StackId` UInt64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `SeriesId` LowCardinality(UInt64) CODEC(ZSTD(3)),
+    MODIFY COLUMN `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(3));
+
+ALTER TABLE `otel`.`otel_profile_samples_1h` ON CLUSTER 'flamehouse'
+    MODIFY COLUMN `SeriesId` LowCardinality(UInt64);
+
+ALTER TABLE `otel`.`otel_profile_service_samples_1m_local` ON CLUSTER 'flamehouse'
+    MODIFY COLUMN `Timestamp` DateTime CODEC(Delta(4), ZSTD(3)),
+    MODIFY COLUMN `StackId` UInt64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(3));
+
+ALTER TABLE `otel`.`otel_profile_service_samples_1h_local` ON CLUSTER 'flamehouse'
+    MODIFY COLUMN `Timestamp` DateTime CODEC(Delta(4), ZSTD(3)),
+    MODIFY COLUMN `StackId` UInt64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(3));
+
+ALTER TABLE `otel`.`otel_profile_stacks_local` ON CLUSTER 'flamehouse'
+    MODIFY COLUMN `StackId` UInt64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `FrameIds` Array(LowCardinality(UInt64)) CODEC(ZSTD(3));
+
+ALTER TABLE `otel`.`otel_profile_stacks` ON CLUSTER 'flamehouse'
+    MODIFY COLUMN `FrameIds` Array(LowCardinality(UInt64));

@@ -279,3 +279,45 @@ CREATE TABLE IF NOT EXISTS `profiles`.`fh_profile_executables`
 ENGINE = ReplacingMergeTree(UpdatedAt)
 ORDER BY (TenantId, BuildId)
 SETTINGS index_granularity = 8192;
+
+ALTER TABLE `profiles`.`fh_profile_samples`
+    DROP COLUMN IF EXISTS `ServiceNamespace`,
+    DROP COLUMN IF EXISTS `ServiceInstanceId`,
+    DROP COLUMN IF EXISTS `K8sClusterName`,
+    DROP COLUMN IF EXISTS `K8sNamespaceName`,
+    DROP COLUMN IF EXISTS `K8sPodName`,
+    DROP COLUMN IF EXISTS `K8sNodeName`,
+    DROP COLUMN IF EXISTS `K8sContainerName`,
+    MODIFY COLUMN `Timestamp` DateTime CODEC(DoubleDelta, ZSTD(3)),
+    MODIFY COLUMN `StackId` UInt64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `SeriesId` LowCardinality(UInt64) CODEC(ZSTD(3)),
+    MODIFY COLUMN `Value` Int64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `TraceId` String CODEC(ZSTD(3)),
+    MODIFY COLUMN `SpanId` String CODEC(ZSTD(3)),
+    MODIFY COLUMN `SampleAttributes` Map(LowCardinality(String), LowCardinality(String)) CODEC(ZSTD(3));
+
+ALTER TABLE `profiles`.`fh_profile_samples_1m`
+    MODIFY COLUMN `Timestamp` DateTime CODEC(Delta(4), ZSTD(3)),
+    MODIFY COLUMN `StackId` UInt64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `SeriesId` LowCardinality(UInt64) CODEC(ZSTD(3)),
+    MODIFY COLUMN `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(3));
+
+ALTER TABLE `profiles`.`fh_profile_samples_1h`
+    MODIFY COLUMN `Timestamp` DateTime CODEC(Delta(4), ZSTD(3)),
+    MODIFY COLUMN `StackId` UInt64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `SeriesId` LowCardinality(UInt64) CODEC(ZSTD(3)),
+    MODIFY COLUMN `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(3));
+
+ALTER TABLE `profiles`.`fh_profile_service_samples_1m`
+    MODIFY COLUMN `Timestamp` DateTime CODEC(Delta(4), ZSTD(3)),
+    MODIFY COLUMN `StackId` UInt64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(3));
+
+ALTER TABLE `profiles`.`fh_profile_service_samples_1h`
+    MODIFY COLUMN `Timestamp` DateTime CODEC(Delta(4), ZSTD(3)),
+    MODIFY COLUMN `StackId` UInt64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `Value` SimpleAggregateFunction(sum, Int64) CODEC(ZSTD(3));
+
+ALTER TABLE `profiles`.`fh_profile_stacks`
+    MODIFY COLUMN `StackId` UInt64 CODEC(ZSTD(3)),
+    MODIFY COLUMN `FrameIds` Array(LowCardinality(UInt64)) CODEC(ZSTD(3));

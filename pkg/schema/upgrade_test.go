@@ -1,0 +1,165 @@
+package schema_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/pkg/schema"
+)
+
+// fillVersion3 writes rows as the version 3 writer wrote them (the samples
+// with their seven label columns) into a database migrated to version 3:
+// 40 minutes of samples over 4 series, 50 stacks, trace links and sample
+// attributes, the stacks they name and their series.
+func fillVersion3(t *testing.T, conn clickhouse.Conn, cfg schema.Config, base time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value,
+		TraceId, SpanId, SampleAttributes, ServiceNamespace, K8sNamespaceName, K8sPodName, K8sNodeName)
+		SELECT toDateTime(%d) + intDiv(number, 10) AS ts, 't1', 'checkout', 'process_cpu:cpu:nanoseconds:cpu:nanoseconds',
+			cityHash64(number %% 50) AS stack, cityHash64(number %% 4) AS series, toInt64(1000 + number %% 997),
+			if(number %% 20 = 0, lower(hex(cityHash64(number, 1))) || lower(hex(cityHash64(number, 2))), ''),
+			if(number %% 20 = 0, lower(hex(cityHash64(number, 3))), ''),
+			map('thread.id', toString(number %% 16), 'cpu.logical_number', toString(number %% 7)),
+			'shop', 'prod', concat('checkout-', toString(number %% 4)), concat('node-', toString(number %% 2))
+		FROM numbers(24000)`, cfg.Qualified(schema.Samples), base.Unix())))
+	require.NoError(t, conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (TenantId, ServiceName, StackId, FrameIds, LastSeen)
+		SELECT 't1', 'checkout', cityHash64(number), arrayMap(i -> cityHash64(i * 7 + number %% 3), range(5 + number %% 20)), today()
+		FROM numbers(50)`, cfg.Qualified(schema.Stacks))))
+	require.NoError(t, conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (TenantId, ServiceName, SeriesId, ResourceAttributes, LastSeen)
+		SELECT 't1', 'checkout', cityHash64(number), map('k8s.pod.name', concat('checkout-', toString(number)), 'k8s.node.name',
+			concat('node-', toString(number %% 2))), today()
+		FROM numbers(4)`, cfg.Qualified(schema.Series))))
+}
+
+// upgradeSnapshot is what must survive an upgrade: every row's content in
+// aggregate, the rollups' sums and the stacks' frames.
+type upgradeSnapshot struct {
+	Rows, Sum, Traced, AttrHash, ByStackSeries uint64
+	Minute, Hour, ServiceMinute, ServiceHour   uint64
+	Stacks                                     uint64
+	PodSums                                    map[string]int64
+}
+
+func snapshot(t *testing.T, conn clickhouse.Conn, cfg schema.Config) upgradeSnapshot {
+	t.Helper()
+	ctx := context.Background()
+	var s upgradeSnapshot
+	q := func(sql string, dst ...any) { require.NoError(t, conn.QueryRow(ctx, sql).Scan(dst...), sql) }
+	samples := cfg.Qualified(schema.Samples)
+	q("SELECT count(), toUInt64(sum(Value)), countIf(TraceId != ''), groupBitXor(cityHash64(Timestamp, StackId, toUInt64(SeriesId), Value, TraceId, SpanId, SampleAttributes)) FROM "+samples,
+		&s.Rows, &s.Sum, &s.Traced, &s.AttrHash)
+	q("SELECT groupBitXor(cityHash64(StackId, toUInt64(SeriesId), v)) FROM (SELECT StackId, SeriesId, sum(Value) AS v FROM "+samples+" GROUP BY StackId, SeriesId)", &s.ByStackSeries)
+	rollup := func(table string, bySeries bool) uint64 {
+		series := "0"
+		if bySeries {
+			series = "toUInt64(SeriesId)"
+		}
+		var h uint64
+		q(fmt.Sprintf("SELECT groupBitXor(cityHash64(Timestamp, StackId, %[1]s, v)) FROM (SELECT Timestamp, StackId, %[1]s AS SeriesId, sum(Value) AS v FROM %[2]s GROUP BY ALL)",
+			series, cfg.Qualified(table)), &h)
+		return h
+	}
+	s.Minute, s.Hour = rollup(schema.SamplesMinute, true), rollup(schema.SamplesHour, true)
+	s.ServiceMinute, s.ServiceHour = rollup(schema.ServiceMinute, false), rollup(schema.ServiceHour, false)
+	q("SELECT groupBitXor(cityHash64(StackId, arrayMap(x -> toUInt64(x), FrameIds))) FROM "+cfg.Qualified(schema.Stacks), &s.Stacks)
+	// A label filter, as the datasource runs it: through the series.
+	rows, err := conn.Query(ctx, "SELECT r.K8sPodName, toInt64(sum(Value)) FROM "+samples+" AS s INNER JOIN "+cfg.Qualified(schema.Series)+
+		" AS r ON toUInt64(s.SeriesId) = r.SeriesId GROUP BY r.K8sPodName")
+	require.NoError(t, err)
+	defer rows.Close()
+	s.PodSums = map[string]int64{}
+	for rows.Next() {
+		var pod string
+		var v int64
+		require.NoError(t, rows.Scan(&pod, &v))
+		s.PodSums[pod] = v
+	}
+	require.NoError(t, rows.Err())
+	return s
+}
+
+// waitForMutations waits until the database's mutations are done and
+// fails on one that cannot be applied.
+func waitForMutations(t *testing.T, conn clickhouse.Conn, db string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var pending uint64
+		var reason string
+		require.NoError(t, conn.QueryRow(context.Background(),
+			"SELECT count(), any(latest_fail_reason) FROM system.mutations WHERE database = ? AND NOT is_done", db).Scan(&pending, &reason))
+		require.Empty(t, reason, "a mutation failed")
+		return pending == 0
+	}, 2*time.Minute, 100*time.Millisecond)
+}
+
+// TestUpgradeToVersion4 fills a database of schema version 3 as that
+// version's writer did, upgrades it to version 4 in place and checks that
+// every row, rollup, stack and label filter answers as before — after the
+// mutations and after the parts are merged — and that version 4 rows go
+// in beside the old ones.
+func TestUpgradeToVersion4(t *testing.T) {
+	conn := chtest.Get(t).Open(t)
+	ctx := context.Background()
+	cfg := freshConfig(t, conn)
+	m, err := schema.NewMigrator(cfg, conn)
+	require.NoError(t, err)
+	_, err = m.MigrateTo(ctx, 3)
+	require.NoError(t, err)
+	base := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	fillVersion3(t, conn, cfg, base)
+	before := snapshot(t, conn, cfg)
+	require.Equal(t, uint64(24000), before.Rows)
+	require.Len(t, before.PodSums, 4)
+
+	report, err := m.Migrate(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0004_dense_columns"}, report.Applied)
+	waitForMutations(t, conn, cfg.Database)
+	require.Equal(t, before, snapshot(t, conn, cfg), "after the mutations")
+
+	columnType := func(table, column string) string {
+		var typ string
+		err := conn.QueryRow(ctx, "SELECT type FROM system.columns WHERE database = ? AND table = ? AND name = ?", cfg.Database, cfg.Name(table), column).Scan(&typ)
+		if err != nil {
+			return ""
+		}
+		return typ
+	}
+	require.Equal(t, "LowCardinality(UInt64)", columnType(schema.Samples, "SeriesId"))
+	require.Equal(t, "LowCardinality(UInt64)", columnType(schema.SamplesMinute, "SeriesId"))
+	require.Equal(t, "Array(LowCardinality(UInt64))", columnType(schema.Stacks, "FrameIds"))
+	for _, gone := range []string{"ServiceNamespace", "K8sPodName", "K8sNodeName", "K8sContainerName"} {
+		require.Empty(t, columnType(schema.Samples, gone), "%s is read from profile_series", gone)
+	}
+
+	for _, table := range schema.Tables {
+		require.NoError(t, conn.Exec(ctx, "OPTIMIZE TABLE "+cfg.Qualified(table)+" FINAL"))
+	}
+	require.Equal(t, before, snapshot(t, conn, cfg), "after merging the old parts")
+
+	// Version 4 rows (no label columns) go into the same tables and views.
+	require.NoError(t, conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value,
+		TraceId, SpanId, SampleAttributes)
+		SELECT toDateTime(%d) + number, 't1', 'checkout', 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', cityHash64(number %% 50),
+			cityHash64(number %% 4), 5, '', '', map()
+		FROM numbers(600)`, cfg.Qualified(schema.Samples), base.Unix())))
+	after := snapshot(t, conn, cfg)
+	require.Equal(t, before.Rows+600, after.Rows)
+	require.Equal(t, before.Sum+3000, after.Sum)
+	for pod, v := range before.PodSums {
+		require.Equal(t, v+750, after.PodSums[pod], pod)
+	}
+	var mismatches uint64
+	require.NoError(t, conn.QueryRow(ctx, fmt.Sprintf(`SELECT count() FROM (
+		SELECT toStartOfMinute(Timestamp) AS b, StackId, toUInt64(SeriesId) AS s, sum(Value) AS v FROM %s GROUP BY b, StackId, s) AS raw
+		FULL OUTER JOIN (SELECT Timestamp AS b, StackId, toUInt64(SeriesId) AS s, sum(Value) AS v FROM %s GROUP BY b, StackId, s) AS r
+		USING (b, StackId, s) WHERE raw.v != r.v`, cfg.Qualified(schema.Samples), cfg.Qualified(schema.SamplesMinute))).Scan(&mismatches))
+	require.Zero(t, mismatches, "the minute rollup still equals the raw table")
+}
