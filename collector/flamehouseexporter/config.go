@@ -104,6 +104,11 @@ type WriterConfig struct {
 	// MaxBatchSamples starts an insert as soon as this many sample rows
 	// wait. Default 100000.
 	MaxBatchSamples int `mapstructure:"max_batch_samples"`
+	// MinBatchSamples starts an insert before flush_interval when none is
+	// under way and this many sample rows wait. Default 20000.
+	MinBatchSamples int `mapstructure:"min_batch_samples"`
+	// MaxConcurrentWrites bounds the inserts under way at once. Default 2.
+	MaxConcurrentWrites int `mapstructure:"max_concurrent_writes"`
 	// MaxQueuedSamples bounds the sample rows waiting to be written; beyond
 	// it pushes fail as retryable. Default 2000000.
 	MaxQueuedSamples int `mapstructure:"max_queued_samples"`
@@ -142,7 +147,8 @@ func createDefaultConfig() *Config {
 		CPUSamplesAsTime: true,
 		MaxOpenConns:     ch.MaxOpenConns,
 		Writer: WriterConfig{
-			FlushInterval: w.FlushInterval, MaxBatchSamples: w.MaxBatchSamples, MaxQueuedSamples: w.MaxQueuedSamples,
+			FlushInterval: w.FlushInterval, MaxBatchSamples: w.MaxBatchSamples, MinBatchSamples: w.MinBatchSamples,
+			MaxConcurrentWrites: w.MaxConcurrentWrites, MaxQueuedSamples: w.MaxQueuedSamples,
 			RetryInitial: w.RetryInitial, RetryMax: w.RetryMax, SymbolCacheSize: w.SymbolCacheSize,
 		},
 	}
@@ -241,7 +247,8 @@ func (cfg *Config) tables() schema.Config {
 func (cfg *Config) writer() writer.Config {
 	w := cfg.Writer
 	return writer.Config{
-		FlushInterval: w.FlushInterval, MaxBatchSamples: w.MaxBatchSamples, MaxQueuedSamples: w.MaxQueuedSamples,
+		FlushInterval: w.FlushInterval, MaxBatchSamples: w.MaxBatchSamples, MinBatchSamples: w.MinBatchSamples,
+		MaxConcurrentWrites: w.MaxConcurrentWrites, MaxQueuedSamples: w.MaxQueuedSamples,
 		RetryInitial: w.RetryInitial, RetryMax: w.RetryMax, SymbolCacheSize: w.SymbolCacheSize,
 	}
 }

@@ -3,8 +3,10 @@ package receiver
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -184,9 +186,10 @@ var (
 // bytes. Each node's stacks, frames and series are sent once before timing
 // (they are written once a day; the steady state writes samples).
 //
-//   - throughput: one sender per node (100), as fast as the service takes
-//     them; one b.N is one 5 s interval of all 100 nodes. Sustained
-//     samples/s and memory per request.
+//   - throughput: one sender per node (100; FLAMEHOUSE_E2E_SENDERS sets
+//     fewer or more), each sending its next report once the last one is
+//     acknowledged; one b.N is one 5 s interval of all 100 nodes.
+//     Sustained samples/s, acknowledgement latency and memory per request.
 //   - latency: the real pace, one node report every 50 ms;
 //     received-to-queryable latency.
 func BenchmarkEndToEnd(b *testing.B) {
@@ -195,7 +198,12 @@ func BenchmarkEndToEnd(b *testing.B) {
 }
 
 func benchThroughput(b *testing.B) {
-	const senders = clusterNodes                                  // every node sends on its own
+	senders := clusterNodes // every node sends on its own
+	if v := os.Getenv("FLAMEHOUSE_E2E_SENDERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(b, err, "FLAMEHOUSE_E2E_SENDERS")
+		senders = n
+	}
 	env := newEnvWith(b, DefaultConfig(), writer.DefaultConfig()) // production defaults
 	bodies, events, payload := clusterReports(b, 4)
 	s := newSender(b, env.r.GRPCAddress())

@@ -4,7 +4,10 @@
 // succeeded, or with an error the receiver maps to a retryable answer.
 //
 // Rows of many requests are combined up to MaxBatchSamples or for at most
-// FlushInterval, so that ClickHouse sees few, large inserts. Stacks, frames
+// FlushInterval, so that ClickHouse sees few, large inserts; while an insert
+// is under way the next batch fills, and up to MaxConcurrentWrites inserts
+// run at once, so that senders waiting for their acknowledgement do not
+// leave the machine idle between batches (see loop). Stacks, frames
 // and series are written once per day they are seen (a bounded in-memory
 // cache of written ids), sample rows in bulk. Failed inserts are retried
 // with backoff for as long as a waiting request's deadline allows. A
@@ -40,6 +43,15 @@ type Config struct {
 	// MaxBatchSamples starts a write as soon as this many sample rows wait.
 	// Default 100,000.
 	MaxBatchSamples int `yaml:"max_batch_samples"`
+	// MinBatchSamples starts a write before FlushInterval when no write is
+	// under way and this many sample rows wait, so that a busy writer
+	// inserts back to back instead of in FlushInterval waves. Default
+	// 20,000 (below it, at most one insert per FlushInterval); above
+	// MaxBatchSamples it counts as MaxBatchSamples.
+	MinBatchSamples int `yaml:"min_batch_samples"`
+	// MaxConcurrentWrites bounds the writes (inserts with their retries)
+	// under way at once. Default 2.
+	MaxConcurrentWrites int `yaml:"max_concurrent_writes"`
 	// MaxQueuedSamples bounds the sample rows accepted but not yet written;
 	// beyond it requests are refused as retryable. Default 2,000,000.
 	MaxQueuedSamples int `yaml:"max_queued_samples"`
@@ -54,8 +66,8 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		FlushInterval: 500 * time.Millisecond, MaxBatchSamples: 100_000, MaxQueuedSamples: 2_000_000,
-		RetryInitial: 100 * time.Millisecond, RetryMax: 5 * time.Second, SymbolCacheSize: 2_000_000,
+		FlushInterval: 500 * time.Millisecond, MaxBatchSamples: 100_000, MinBatchSamples: 20_000, MaxConcurrentWrites: 2,
+		MaxQueuedSamples: 2_000_000, RetryInitial: 100 * time.Millisecond, RetryMax: 5 * time.Second, SymbolCacheSize: 2_000_000,
 	}
 }
 
@@ -63,6 +75,8 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(f *flag.FlagSet, prefix string) {
 	f.DurationVar(&c.FlushInterval, prefix+"flush-interval", c.FlushInterval, "longest wait before a request's rows are written")
 	f.IntVar(&c.MaxBatchSamples, prefix+"max-batch-samples", c.MaxBatchSamples, "sample rows that start a write")
+	f.IntVar(&c.MinBatchSamples, prefix+"min-batch-samples", c.MinBatchSamples, "sample rows that start a write before the flush interval when none is under way")
+	f.IntVar(&c.MaxConcurrentWrites, prefix+"max-concurrent-writes", c.MaxConcurrentWrites, "writes under way at once")
 	f.IntVar(&c.MaxQueuedSamples, prefix+"max-queued-samples", c.MaxQueuedSamples, "sample rows waiting to be written before requests are refused")
 }
 
@@ -74,6 +88,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBatchSamples <= 0 || c.MaxQueuedSamples < c.MaxBatchSamples {
 		err = errors.Join(err, errors.New("max_batch_samples must be positive and max_queued_samples at least as large"))
+	}
+	if c.MinBatchSamples <= 0 {
+		err = errors.Join(err, errors.New("min_batch_samples must be positive"))
+	}
+	if c.MaxConcurrentWrites <= 0 {
+		err = errors.Join(err, errors.New("max_concurrent_writes must be positive"))
 	}
 	if c.RetryInitial <= 0 || c.RetryMax < c.RetryInitial {
 		err = errors.Join(err, errors.New("retry_initial must be positive and retry_max at least as large"))
@@ -283,35 +303,64 @@ func (w *Writer) Close(ctx context.Context) error {
 	}
 }
 
-// loop combines pending requests and writes them.
+// loop combines pending requests into batches and starts their writes.
+// A batch is written when it holds MaxBatchSamples rows, when its oldest
+// request has waited FlushInterval, or, when no write is under way, as
+// soon as it holds MinBatchSamples rows; at most MaxConcurrentWrites run at
+// once, and requests keep filling the next batch meanwhile. Senders that
+// wait for their acknowledgement before sending again thus meet a writer
+// that inserts back to back when busy, not one FlushInterval wave per
+// round trip. On Close, what is queued is written and the loop returns
+// once every write has answered.
 func (w *Writer) loop() {
 	defer close(w.stopped)
 	ticker := time.NewTicker(max(w.cfg.FlushInterval/4, 10*time.Millisecond))
 	defer ticker.Stop()
+	done := make(chan struct{}, w.cfg.MaxConcurrentWrites)
+	inFlight := 0
 	var batch []*pending
 	rows := 0
-	flush := func() {
-		if len(batch) > 0 {
-			w.flush(batch)
+	// start writes the oldest requests, up to MaxBatchSamples rows (at
+	// least one request); the rest stay for the next write. The loop keeps
+	// reading requests whatever the writes do, so that a sender's Write
+	// never waits for a write to end (MaxQueuedSamples bounds the rows).
+	start := func() {
+		n, taken := 0, 0
+		for n < len(batch) && (n == 0 || taken+len(batch[n].batch.Samples) <= w.cfg.MaxBatchSamples) {
+			taken += len(batch[n].batch.Samples)
+			n++
 		}
-		batch, rows = nil, 0
+		ps := batch[:n:n]
+		batch, rows = batch[n:], rows-taken
+		inFlight++
+		go func() {
+			w.flush(ps)
+			done <- struct{}{}
+		}()
 	}
-	for {
+	ready := func() bool {
+		if len(batch) == 0 || inFlight >= w.cfg.MaxConcurrentWrites {
+			return false
+		}
+		return rows >= w.cfg.MaxBatchSamples || (inFlight == 0 && rows >= min(w.cfg.MinBatchSamples, w.cfg.MaxBatchSamples)) ||
+			w.now().Sub(batch[0].added) >= w.cfg.FlushInterval
+	}
+	in := w.in
+	for in != nil || inFlight > 0 || len(batch) > 0 {
 		select {
-		case p, ok := <-w.in:
+		case p, ok := <-in:
 			if !ok {
-				flush()
-				return
+				in = nil // closed: write what is left, then wait for the writes
+				continue
 			}
 			batch = append(batch, p)
 			rows += len(p.batch.Samples)
-			if rows >= w.cfg.MaxBatchSamples {
-				flush()
-			}
 		case <-ticker.C:
-			if len(batch) > 0 && w.now().Sub(batch[0].added) >= w.cfg.FlushInterval {
-				flush()
-			}
+		case <-done:
+			inFlight--
+		}
+		if ready() || (in == nil && len(batch) > 0 && inFlight < w.cfg.MaxConcurrentWrites) {
+			start()
 		}
 	}
 }

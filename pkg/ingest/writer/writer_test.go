@@ -355,6 +355,73 @@ func TestCloseDrainsAcceptedRequests(t *testing.T) {
 	require.ErrorIs(t, w.Write(context.Background(), b), ErrClosed)
 }
 
+// TestWriteStartsAtMinBatchWhenIdle: with no write under way, a batch of
+// min_batch_samples rows is written at once rather than after the flush
+// interval (an hour here); a smaller one waits for the interval.
+func TestWriteStartsAtMinBatchWhenIdle(t *testing.T) {
+	srv := chtest.Get(t)
+	conn := srv.Open(t)
+	tables := migrated(t, conn)
+	small, smallTotal := report(t, 21, 10)
+	big, want := report(t, 22, 200)
+	require.Greater(t, len(big.Samples), 4*len(small.Samples))
+	w := newWriter(t, conn, nativeOf(t, srv), tables, func(c *Config) {
+		c.FlushInterval, c.MinBatchSamples = time.Hour, len(small.Samples)+1
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	require.ErrorIs(t, w.Write(ctx, small), context.DeadlineExceeded, "below min_batch_samples the rows wait for the interval")
+
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, w.Write(ctx, big))
+	got, _ := sum(t, conn, tables)
+	// The small request's rows went with the big one's (its sender gave
+	// up, but they were queued): both are stored.
+	require.Contains(t, []int64{want, want + smallTotal}, got)
+}
+
+// TestConcurrentWritesDrainOnClose: many requests over at most two writes
+// under way at once, then Close while they come in: every accepted row is
+// stored once, and a request that came after Close is refused.
+func TestConcurrentWritesDrainOnClose(t *testing.T) {
+	srv := chtest.Get(t)
+	conn := srv.Open(t)
+	tables := migrated(t, conn)
+	w, err := New(func() Config {
+		c := DefaultConfig()
+		c.FlushInterval, c.MinBatchSamples, c.MaxBatchSamples, c.MaxConcurrentWrites = 20*time.Millisecond, 50, 400, 2
+		return c
+	}(), tables, conn, nativeOf(t, srv), slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	require.NoError(t, err)
+	var want atomic.Int64
+	var accepted atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 24 {
+		b, total := report(t, uint64(40+i), 30)
+		wg.Go(func() {
+			err := w.Write(context.Background(), b)
+			if err == nil {
+				want.Add(total)
+				accepted.Add(1)
+				return
+			}
+			require.ErrorIs(t, err, ErrClosed)
+		})
+	}
+	require.Eventually(t, func() bool { return w.queuedRows() > 0 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, w.Close(context.Background()))
+	wg.Wait()
+	require.Positive(t, accepted.Load())
+	got, _ := sum(t, conn, tables)
+	require.Equal(t, want.Load(), got)
+	var parts uint64
+	require.NoError(t, conn.QueryRow(context.Background(), "SELECT count() FROM system.parts WHERE database = ? AND table = ?",
+		tables.Database, tables.Name(schema.Samples)).Scan(&parts))
+	require.Greater(t, parts, uint64(1), "max_batch_samples split the rows over several inserts")
+}
+
 func TestDeduplicationTokenMakesRetriesIdempotent(t *testing.T) {
 	srv := chtest.Get(t)
 	conn := srv.Open(t)
