@@ -42,7 +42,7 @@ func benchEnv(b *testing.B, name string, def int) int {
 // minutes of raw rows (default 2, so that CI stays quick; 60 for the
 // 1-hour target), which the rollup views aggregate as usual, plus
 // FLAMEHOUSE_BENCH_HOURS hours of hourly rollup rows before them (default
-// 23, 200k rows per hour; 167 for the 7-day target) and the service
+// 23, 200k rows per hour; 167 for the 7-day target, 719 for 30 days) and the service
 // rollup's rows of those hours, for the 24-hour and 7-day queries. FLAMEHOUSE_BENCH_RATE multiplies the rows per second and
 // per hour (2: the doubled ingest rate of the targets).
 //
@@ -85,6 +85,8 @@ func BenchmarkQuery(b *testing.B) {
 		{"flame-24h-cached", end.Add(-24 * time.Hour), 16384, "profile", nil},
 		{"table-24h", end.Add(-24 * time.Hour), 0, "table", nil},
 		{"flame-7d", end.Add(-7 * 24 * time.Hour), 16384, "profile", nil},
+		// with FLAMEHOUSE_BENCH_HOURS=719 (30 days of hourly rollup rows)
+		{"flame-30d", end.Add(-30 * 24 * time.Hour), 16384, "profile", nil},
 	} {
 		b.Run(bq.name, func(b *testing.B) {
 			q := map[string]any{"queryType": bq.kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`}
