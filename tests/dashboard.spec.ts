@@ -65,15 +65,27 @@ test('the example dashboard draws every panel with data and no error', async ({
     queryParams: new URLSearchParams({ 'var-service': SERVICE }),
   });
 
+  // Grafana renders a panel, and runs its queries, only once it is in view.
+  // Wait for the dashboard to draw before scrolling: plugin-e2e's scrollIntoView
+  // pages down to the bottom when the panel is not there yet, which leaves the
+  // top panels out of view (and unqueried) on a busy machine.
+  await expect(dashboardPage.getPanelByTitle(panels[0].title).locator).toBeVisible({ timeout: 60_000 });
   for (const p of panels) {
     const panel = dashboardPage.getPanelByTitle(p.title);
     await panel.scrollIntoView();
-    await expect(panel.getErrorIcon(), p.title).toHaveCount(0);
     // Panels query at once while other specs load the same two cores: an
-    // answer may take longer than the default 20 s on a busy machine.
+    // answer may take longer than the default 20 s on a busy machine. The
+    // panel is kept in view while waiting.
     await expect
-      .poll(() => answers.get(String(p.id))?.length ?? 0, { message: `${p.title}: no query answered`, timeout: 60_000 })
+      .poll(
+        async () => {
+          await panel.locator.scrollIntoViewIfNeeded({ timeout: 1_000 }).catch(() => undefined);
+          return answers.get(String(p.id))?.length ?? 0;
+        },
+        { message: `${p.title}: no query answered`, timeout: 60_000 }
+      )
       .toBeGreaterThan(0);
+    await expect(panel.getErrorIcon(), p.title).toHaveCount(0);
     for (const a of answers.get(String(p.id)) ?? []) {
       expect(a.error, `${p.title}: ${a.error}`).toBeUndefined();
       // The variables resolved: the service as chosen, namespace and pod "All" (.*).
