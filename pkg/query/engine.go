@@ -226,25 +226,108 @@ type stackValue struct {
 // stacksFrame renders stacks as a flame graph or a top-functions table.
 func stacksFrame(r *Request, stacks []stackValue, fn *frameNames) *data.Frame {
 	names := flame.NewNames()
-	ids := newNameIDs(len(fn.labels))
-	ids.add(fn, names)
 	unit := flame.Unit(r.ProfileType.SampleUnit)
-	path := make([]int32, 0, 64)
 	if r.Type == TypeTable {
 		fns := flame.NewFunctions(names)
-		for _, s := range stacks {
-			fns.Add(ids.path(path, s.frames, names), s.value)
-		}
+		eachPath(stacks, fn, names, fns.Add)
 		if r.Alert {
 			return alertTableFrame(fns.Top(r.Limit), unit)
 		}
 		return flame.TableFrame(fns.Top(r.Limit), unit)
 	}
 	tree := flame.NewTree(names)
-	for _, s := range stacks {
-		tree.Add(ids.path(path, s.frames, names), s.value)
-	}
+	eachPath(stacks, fn, names, tree.Add)
 	return tree.Frame(r.MaxNodes, unit)
+}
+
+// eachPath calls add with every stack's label ids (root first; the slice
+// is reused) and value.
+func eachPath(stacks []stackValue, fn *frameNames, names *flame.Names, add func(path []int32, value int64)) {
+	ids := newNameIDs(len(fn.labels))
+	ids.add(fn, names)
+	path := make([]int32, 0, 64)
+	if !fn.dense.of(stacks) {
+		for _, s := range stacks {
+			add(ids.path(path, s.frames, names), s.value)
+		}
+		return
+	}
+	// The frames as dense numbers: a slice index per frame, no hashing.
+	nameOf := ids.dense(fn.dense, names)
+	for i, s := range stacks {
+		path = path[:0]
+		for _, k := range fn.dense.stack(i) {
+			if id := nameOf[k]; id >= 0 {
+				path = append(path, id)
+			} else {
+				path = append(path, ids.multi[-id-1]...)
+			}
+		}
+		add(path, s.value)
+	}
+}
+
+// denseFrames numbers the distinct frame ids of an answer's stacks 0..n-1
+// in the order first seen, and holds every stack's frames as those
+// numbers: the one pass over all frames that hashes their ids. Labels are
+// then looked up once per distinct frame, and a tree's paths are built by
+// indexing slices.
+type denseFrames struct {
+	ids []uint64
+	// frames[ends[i-1]:ends[i]] are stack i's numbers (ends[-1] = 0).
+	frames []int32
+	ends   []int32
+}
+
+func denseFramesOf(stacks []stackValue) *denseFrames {
+	total := 0
+	for _, s := range stacks {
+		total += len(s.frames)
+	}
+	d := &denseFrames{frames: make([]int32, 0, total), ends: make([]int32, len(stacks))}
+	index := make(map[uint64]int32, min(total/8, 1<<18))
+	for i, s := range stacks {
+		for _, f := range s.frames {
+			k, ok := index[f]
+			if !ok {
+				k = index32(len(d.ids))
+				index[f] = k
+				d.ids = append(d.ids, f)
+			}
+			d.frames = append(d.frames, k)
+		}
+		d.ends[i] = index32(len(d.frames))
+	}
+	return d
+}
+
+// of reports whether d numbers exactly these stacks (a caller may have
+// reordered or merged them since).
+func (d *denseFrames) of(stacks []stackValue) bool {
+	if d == nil || len(d.ends) != len(stacks) {
+		return false
+	}
+	start := int32(0)
+	for i, s := range stacks {
+		if int(d.ends[i]-start) != len(s.frames) {
+			return false
+		}
+		start = d.ends[i]
+	}
+	return true
+}
+
+func (d *denseFrames) stack(i int) []int32 {
+	start := int32(0)
+	if i > 0 {
+		start = d.ends[i-1]
+	}
+	return d.frames[start:d.ends[i]]
+}
+
+// index32 converts a count that is far below 2^31 (frames of one answer).
+func index32(n int) int32 {
+	return int32(n) //nolint:gosec // G115: an answer holds far fewer than 2^31 frames
 }
 
 // frameNames names the frames of an answer: each frame id's label, and the
@@ -253,6 +336,9 @@ func stacksFrame(r *Request, stacks []stackValue, fn *frameNames) *data.Frame {
 type frameNames struct {
 	labels map[uint64]string
 	levels map[uint64][]string
+	// dense numbers the frames of the stacks the labels were looked up
+	// for (nil if not).
+	dense *denseFrames
 }
 
 // nameIDs are the name ids of frames in a tree: ids[frame] >= 0 is one
@@ -281,6 +367,21 @@ func (n *nameIDs) add(fn *frameNames, names *flame.Names) {
 		}
 		n.ids[id] = names.ID(label)
 	}
+}
+
+// dense returns the name id of each of d's frame numbers (as n.ids holds
+// them: negative for several inline levels); a frame that is not stored
+// shows as "unknown".
+func (n *nameIDs) dense(d *denseFrames, names *flame.Names) []int32 {
+	out := make([]int32, len(d.ids))
+	for k, f := range d.ids {
+		id, ok := n.ids[f]
+		if !ok {
+			id = names.ID("unknown")
+		}
+		out[k] = id
+	}
+	return out
 }
 
 // path turns frame ids into label ids, a frame with inline levels into
@@ -408,10 +509,11 @@ func unpackFrameIDs(packed string) ([]uint64, error) {
 // line granularity), and returns what resolves the unsymbolized frames
 // that have a build id.
 func (e *Engine) frameLabels(ctx context.Context, f *filter, stacks []stackValue, sym *Symbols, lines bool) (*frameNames, map[uint64]nativeFrame, error) {
-	names := &frameNames{labels: map[uint64]string{}}
+	dense := denseFramesOf(stacks)
+	names := &frameNames{labels: make(map[uint64]string, len(dense.ids)), dense: dense}
 	natives := map[uint64]nativeFrame{}
 	key := labelKey{tenant: e.Tenant, lines: lines}
-	missing := sym.labelsOf(key, stacks, names.labels, natives)
+	missing := sym.labelsOf(key, dense.ids, names.labels, natives)
 	if len(missing) == 0 {
 		return names, natives, nil
 	}

@@ -78,31 +78,25 @@ func (s *Symbols) addStack(tenant string, id uint64, frames []uint64) {
 	}
 }
 
-// labelsOf puts the cached label of every frame of the stacks into labels,
-// and what resolves the unsymbolized ones into natives, and returns the
-// frame ids it does not hold, each once.
-func (s *Symbols) labelsOf(key labelKey, stacks []stackValue, labels map[uint64]string, natives map[uint64]nativeFrame) (missing []uint64) {
+// labelsOf puts the cached label of each frame id (distinct ids) into
+// labels, and what resolves the unsymbolized ones into natives, and returns
+// the ids it does not hold.
+func (s *Symbols) labelsOf(key labelKey, ids []uint64, labels map[uint64]string, natives map[uint64]nativeFrame) (missing []uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cached := s.labels[key]
 	cachedNatives := s.natives[key.tenant]
-	absent := map[uint64]bool{}
-	for _, st := range stacks {
-		for _, id := range st.frames {
-			if _, ok := labels[id]; ok || absent[id] {
-				continue
-			}
-			if l, ok := cached[id]; ok {
-				labels[id] = l
-				if len(cachedNatives) > 0 {
-					if n, ok := cachedNatives[id]; ok {
-						natives[id] = n
-					}
-				}
-				continue
-			}
-			absent[id] = true
+	for _, id := range ids {
+		l, ok := cached[id]
+		if !ok {
 			missing = append(missing, id)
+			continue
+		}
+		labels[id] = l
+		if len(cachedNatives) > 0 {
+			if n, ok := cachedNatives[id]; ok {
+				natives[id] = n
+			}
 		}
 	}
 	return missing
