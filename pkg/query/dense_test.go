@@ -10,8 +10,9 @@ import (
 )
 
 // TestEachPathDenseMatchesFrameIDs checks that paths built from the dense
-// numbering equal those built by looking up every frame id: frames with
-// one label, with inline levels, and frames that are not stored.
+// numbering equal those nameIDs.path builds by looking up every frame id
+// (the diff's way): frames with one label, with inline levels, and frames
+// that are not stored.
 func TestEachPathDenseMatchesFrameIDs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	fn := &frameNames{labels: map[uint64]string{}, levels: map[uint64][]string{}}
@@ -34,29 +35,36 @@ func TestEachPathDenseMatchesFrameIDs(t *testing.T) {
 		stacks[i] = stackValue{id: uint64(i), value: int64(1 + rng.IntN(100)), frames: frames}
 	}
 	fn.dense = denseFramesOf(stacks)
-	require.True(t, fn.dense.of(stacks))
-	require.False(t, fn.dense.of(stacks[1:]), "other stacks than those numbered")
 
-	collect := func(fn *frameNames) ([][]string, []int64) {
-		names := flame.NewNames()
-		var paths [][]string
-		var values []int64
-		eachPath(stacks, fn, names, func(path []int32, value int64) {
-			labels := make([]string, len(path))
-			for i, id := range path {
-				labels[i] = names.Label(id)
-			}
-			paths, values = append(paths, labels), append(values, value)
-		})
-		return paths, values
+	names := flame.NewNames()
+	labelsOf := func(path []int32) []string {
+		labels := make([]string, len(path))
+		for i, id := range path {
+			labels[i] = names.Label(id)
+		}
+		return labels
 	}
-	densePaths, denseValues := collect(fn)
+	var densePaths [][]string
+	var denseValues []int64
+	eachPath(stacks, fn, names, func(path []int32, value int64) {
+		densePaths, denseValues = append(densePaths, labelsOf(path)), append(denseValues, value)
+	})
+	ids := newNameIDs(len(fn.labels))
+	ids.add(fn, names)
+	require.Len(t, densePaths, len(stacks))
+	for i, s := range stacks {
+		require.Equal(t, labelsOf(ids.path(nil, s.frames, names)), densePaths[i], "stack %d", i)
+		require.Equal(t, s.value, denseValues[i], "stack %d", i)
+	}
+	// Labels that came another way (the exporter's table): numbered here.
 	plain := *fn
 	plain.dense = nil
-	idPaths, idValues := collect(&plain)
-	require.Equal(t, idPaths, densePaths)
-	require.Equal(t, idValues, denseValues)
-	require.Len(t, densePaths, len(stacks))
+	i := 0
+	eachPath(stacks, &plain, names, func(path []int32, _ int64) {
+		require.Equal(t, densePaths[i], labelsOf(path), "stack %d", i)
+		i++
+	})
+	require.Equal(t, len(stacks), i)
 	// Both special cases occur in the paths compared.
 	seen := map[string]bool{}
 	for _, p := range densePaths {

@@ -243,20 +243,17 @@ func stacksFrame(r *Request, stacks []stackValue, fn *frameNames) *data.Frame {
 // eachPath calls add with every stack's label ids (root first; the slice
 // is reused) and value.
 func eachPath(stacks []stackValue, fn *frameNames, names *flame.Names, add func(path []int32, value int64)) {
+	d := fn.dense
+	if d == nil || len(d.ends) != len(stacks) { // labels not looked up through frameLabels
+		d = denseFramesOf(stacks)
+	}
 	ids := newNameIDs(len(fn.labels))
 	ids.add(fn, names)
+	nameOf := ids.dense(d, names)
 	path := make([]int32, 0, 64)
-	if !fn.dense.of(stacks) {
-		for _, s := range stacks {
-			add(ids.path(path, s.frames, names), s.value)
-		}
-		return
-	}
-	// The frames as dense numbers: a slice index per frame, no hashing.
-	nameOf := ids.dense(fn.dense, names)
 	for i, s := range stacks {
 		path = path[:0]
-		for _, k := range fn.dense.stack(i) {
+		for _, k := range d.stack(i) {
 			if id := nameOf[k]; id >= 0 {
 				path = append(path, id)
 			} else {
@@ -301,22 +298,6 @@ func denseFramesOf(stacks []stackValue) *denseFrames {
 	return d
 }
 
-// of reports whether d numbers exactly these stacks (a caller may have
-// reordered or merged them since).
-func (d *denseFrames) of(stacks []stackValue) bool {
-	if d == nil || len(d.ends) != len(stacks) {
-		return false
-	}
-	start := int32(0)
-	for i, s := range stacks {
-		if int(d.ends[i]-start) != len(s.frames) {
-			return false
-		}
-		start = d.ends[i]
-	}
-	return true
-}
-
 func (d *denseFrames) stack(i int) []int32 {
 	start := int32(0)
 	if i > 0 {
@@ -336,8 +317,8 @@ func index32(n int) int32 {
 type frameNames struct {
 	labels map[uint64]string
 	levels map[uint64][]string
-	// dense numbers the frames of the stacks the labels were looked up
-	// for (nil if not).
+	// dense numbers the frames of the stacks frameLabels looked the labels
+	// up for, in their order (nil when the labels came another way).
 	dense *denseFrames
 }
 
