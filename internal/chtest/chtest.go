@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +29,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
+	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/secret"
 )
 
@@ -43,6 +46,8 @@ type Server struct {
 	Addr string
 	// Engine is the embedded engine, nil for an external server.
 	Engine *chembed.Engine
+	// usersFile is the embedded server's users file (AddUser).
+	usersFile string
 	// HTTP is the embedded engine's HTTP server, nil for an external server.
 	HTTP *chembed.Server
 	// External is true for a server named by FLAMEHOUSE_CLICKHOUSE_URL.
@@ -101,6 +106,11 @@ func start() (*Server, error) {
 	cfg := chembed.DefaultConfig()
 	cfg.DataDir = dataDir
 	cfg.ListenAddress = "127.0.0.1:0"
+	for _, db := range tenancyDatabases {
+		tables := schema.DefaultConfig()
+		tables.Database = db
+		cfg.TenantTables = append(cfg.TenantTables, tables.TenantTables()...)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	engine, err := chembed.Open(cfg, log)
 	if err != nil {
@@ -124,10 +134,78 @@ func start() (*Server, error) {
 			Addr:     []string{addr},
 			Auth:     clickhouse.Auth{Username: chembed.DefaultUser},
 		},
-		Addr:   addr,
-		Engine: engine,
-		HTTP:   srv,
+		Addr:      addr,
+		Engine:    engine,
+		HTTP:      srv,
+		usersFile: filepath.Join(dataDir, chembed.DefaultUsersFile),
 	}, nil
+}
+
+// tenancyDatabases are the databases whose Flamehouse tables the engine
+// guards with tenant row policies (which are fixed when it starts).
+var tenancyDatabases = []string{"tenancy_1", "tenancy_2", "tenancy_3", "tenancy_4"}
+
+var (
+	tenancyMu   sync.Mutex
+	tenancyUsed = map[string]bool{}
+)
+
+// NewTenancyDatabase returns, for one test, an empty database whose
+// Flamehouse tables (once migrated into it with the default prefix) carry
+// the embedded engine's tenant row policies, and drops it when the test
+// ends. It skips on an external server, whose access control the test
+// cannot configure.
+func (s *Server) NewTenancyDatabase(tb testing.TB) string {
+	tb.Helper()
+	if s.External {
+		tb.Skip("tenant row policies of the embedded engine: not on an external server")
+	}
+	tenancyMu.Lock()
+	name := ""
+	for _, db := range tenancyDatabases {
+		if !tenancyUsed[db] {
+			name, tenancyUsed[db] = db, true
+			break
+		}
+	}
+	tenancyMu.Unlock()
+	require.NotEmpty(tb, name, "all %d tenancy databases are in use", len(tenancyDatabases))
+	conn := s.Open(tb)
+	ctx := context.Background()
+	require.NoError(tb, conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name))
+	require.NoError(tb, conn.Exec(ctx, "CREATE DATABASE "+name))
+	tb.Cleanup(func() {
+		_ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name)
+		tenancyMu.Lock()
+		delete(tenancyUsed, name)
+		tenancyMu.Unlock()
+	})
+	return name
+}
+
+// AddUser adds a user to the embedded server's users file for one test
+// (removed when it ends); the server picks it up on the next request.
+func (s *Server) AddUser(tb testing.TB, u chembed.User) {
+	tb.Helper()
+	if s.External {
+		tb.Skip("users of the embedded engine: not on an external server")
+	}
+	if u.Password != "" {
+		u.PasswordSHA256Hex, u.Password = chembed.PasswordSHA256(u.Password.Value()), ""
+	}
+	change := func(edit func(*chembed.UsersFile)) {
+		tenancyMu.Lock()
+		defer tenancyMu.Unlock()
+		f, err := chembed.ReadUsersFile(s.usersFile)
+		require.NoError(tb, err)
+		edit(&f)
+		require.NoError(tb, chembed.WriteUsersFile(s.usersFile, f))
+	}
+	drop := func(f *chembed.UsersFile) {
+		f.Users = slices.DeleteFunc(f.Users, func(x chembed.User) bool { return x.Name == u.Name })
+	}
+	change(func(f *chembed.UsersFile) { drop(f); f.Users = append(f.Users, u) })
+	tb.Cleanup(func() { change(drop) })
 }
 
 // Open connects clickhouse-go with the server's options, changed by the

@@ -51,6 +51,17 @@ type Config struct {
 	MaxServerMemoryBytes int64 `yaml:"max_server_memory_bytes"`
 	// ShutdownTimeout bounds how long shutdown waits for running requests. Default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Users are further users besides User (who is an admin): writers,
+	// readers of every tenant and readers of one tenant (access.go).
+	Users []User `yaml:"users"`
+	// UsersFile holds users added at run time by `flamehouse tenants`; the
+	// server re-reads it when it changes. Default <data_dir>/users.yaml.
+	UsersFile string `yaml:"users_file"`
+	// TenantTables are the tables ("database.table") with a TenantId column
+	// whose rows tenant users may read only for their own tenant: the
+	// engine starts with a row policy on each. Set by the service from the
+	// schema; empty: no row policies, and tenant users are refused.
+	TenantTables []string `yaml:"-"`
 }
 
 // Defaults, in one place.
@@ -65,6 +76,7 @@ const (
 	DefaultMaxSpoolBytes    = 4 << 30
 	DefaultMaxResultBytes   = 256 << 20
 	DefaultShutdownTimeout  = 30 * time.Second
+	DefaultUsersFile        = "users.yaml"
 )
 
 // DefaultConfig returns a Config with every default set and no data directory.
@@ -126,6 +138,19 @@ func (c *Config) Validate() error {
 	}
 	if c.QueueTimeout <= 0 {
 		err = errors.Join(err, errQueueTimeoutNeeded)
+	}
+	names := map[string]bool{c.User: true}
+	for i := range c.Users {
+		err = errors.Join(err, c.Users[i].Validate())
+		if names[c.Users[i].Name] {
+			err = errors.Join(err, fmt.Errorf("user %q is declared twice", c.Users[i].Name))
+		}
+		names[c.Users[i].Name] = true
+	}
+	for _, t := range c.TenantTables {
+		if !tableRefRe.MatchString(t) {
+			err = errors.Join(err, fmt.Errorf("tenant table %q: want database.table", t))
+		}
 	}
 	if c.MaxExecutionTime < 0 || c.MaxQueryBytes < 0 || c.MaxBodyBytes < 0 || c.MaxSpoolBytes < 0 ||
 		c.MaxResultBytes < 0 || c.MaxServerMemoryBytes < 0 || c.ShutdownTimeout < 0 {

@@ -21,6 +21,12 @@ type Engine struct {
 	log  *slog.Logger
 	info serverInfo
 	pool *pool
+	// allMarker is the log_comment of unrestricted statements when the
+	// engine enforces tenant row policies ("" when it does not; access.go).
+	allMarker string
+	// tableOnlyFunctions are the table functions that are not also scalar
+	// functions, lower-cased: what a tenant user may not call.
+	tableOnlyFunctions map[string]bool
 	// ConnectDuration is how long the first chdb_connect took (engine start).
 	ConnectDuration time.Duration
 	closeOnce       sync.Once
@@ -75,6 +81,15 @@ func Open(cfg Config, log *slog.Logger) (*Engine, error) {
 		log.Warn("libchdb version differs from the pinned one", "found", lib.PackageVersion, "pinned", PinnedVersion, "path", libPath)
 	}
 	var args []string
+	allMarker := ""
+	if len(cfg.TenantTables) > 0 {
+		allMarker = newAllMarker()
+		conf, err := writeAccessConfig(filepath.Join(dataDir, "access"), cfg.TenantTables, allMarker)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--config-file="+conf)
+	}
 	if cfg.MaxServerMemoryBytes > 0 {
 		args = append(args, "--max_server_memory_usage="+strconv.FormatInt(cfg.MaxServerMemoryBytes, 10))
 	}
@@ -91,7 +106,7 @@ func Open(cfg Config, log *slog.Logger) (*Engine, error) {
 		}
 		conns = append(conns, c)
 	}
-	e := &Engine{cfg: cfg, lib: lib, log: log, ConnectDuration: time.Since(start)}
+	e := &Engine{cfg: cfg, lib: lib, log: log, allMarker: allMarker, ConnectDuration: time.Since(start)}
 	if restored := signals.restoreGoSignals(); len(restored) > 0 {
 		log.Debug("restored Go signal handlers replaced by libchdb", "signals", restored)
 	}
@@ -134,6 +149,9 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = d.ShutdownTimeout
 	}
+	if c.UsersFile == "" && c.DataDir != "" {
+		c.UsersFile = filepath.Join(c.DataDir, DefaultUsersFile)
+	}
 	setDefault(&c.MaxQueryBytes, d.MaxQueryBytes)
 	setDefault(&c.MaxBodyBytes, d.MaxBodyBytes)
 	setDefault(&c.MaxSpoolBytes, d.MaxSpoolBytes)
@@ -162,10 +180,28 @@ func (e *Engine) loadInfo() error {
 		return fmt.Errorf("unexpected engine version answer %q", out)
 	}
 	e.info = serverInfo{displayName: fields[0], version: fields[1], timezone: fields[2]}
+	e.tableOnlyFunctions = map[string]bool{}
+	_, err = s.conn.Query("SELECT lower(name) FROM system.table_functions WHERE name NOT IN (SELECT name FROM system.functions)",
+		"TabSeparatedRaw", nil, func(b []byte, _ Stats) error {
+			for name := range strings.FieldsSeq(string(b)) {
+				e.tableOnlyFunctions[name] = true
+			}
+			return nil
+		})
+	if err != nil {
+		return fmt.Errorf("list table functions: %w", err)
+	}
 	for _, sess := range e.pool.all {
 		// clickhouse-local accepts a bare expression as a query
 		// (implicit_select); a real server does not, so neither do we.
 		_, _ = sess.conn.Query("SET implicit_select = 0", "Null", nil, nil)
+		if e.allMarker != "" {
+			// Unrestricted unless a request says otherwise: the baseline
+			// that every session reset returns to.
+			if _, err := sess.conn.Query("SET "+markerSetting+" = "+quoteString(e.allMarker), "Null", nil, nil); err != nil {
+				return fmt.Errorf("set the access marker: %w", err)
+			}
+		}
 		if err := sess.loadBaseline(); err != nil {
 			return err
 		}

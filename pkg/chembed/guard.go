@@ -77,7 +77,45 @@ type InsertStatement struct {
 type guardOptions struct {
 	// readOnly allows only readOnlyVerbs.
 	readOnly bool
+	// role is the user's role: RoleTenant and RoleWriter add the rules of
+	// tenantRules and writerRules. "" is an admin.
+	role Role
+	// tableOnlyFunctions are the engine's table functions that are not
+	// scalar functions (Engine.tableOnlyFunctions).
+	tableOnlyFunctions map[string]bool
 }
+
+// Rules for tenant users: the row policies keep other tenants' rows out of
+// every read of a tenant table; these keep a tenant user from reading
+// around them or changing what they compare with.
+var (
+	// tenantVerbs are what a tenant user may run.
+	tenantVerbs = setOf("select", "with", "describe", "desc", "exists", "explain", "show")
+	// tenantShowObjects may follow SHOW (not PROCESSLIST, USERS, GRANTS ...).
+	tenantShowObjects = setOf("tables", "databases", "columns", "fields", "create", "full", "dictionaries")
+	// tenantDeniedNames are settings a tenant user's SQL may not name: the
+	// access marker, the query cache (its entries are shared by the
+	// engine's single user) and introspection.
+	tenantDeniedNames = setOf(markerSetting, "use_query_cache", "enable_reads_from_query_cache",
+		"enable_writes_to_query_cache", "allow_introspection_functions", "profile")
+	// tenantSystemTables are the system tables a tenant user may read: none
+	// of them describes tables' contents, parts, queries or users.
+	tenantSystemTables = setOf("one", "numbers", "numbers_mt", "zeros", "zeros_mt", "functions", "table_functions",
+		"formats", "data_type_families", "time_zones", "collations", "keywords", "aggregate_function_combinators",
+		"table_engines", "database_engines", "build_options", "contributors", "licenses", "settings",
+		// names and types of tables and columns (with their sizes: see docs/security.md)
+		"databases", "tables", "columns", "server_settings")
+	// tenantTableFunctions are the table functions a tenant user may call:
+	// generators that read no table.
+	tenantTableFunctions = setOf("numbers", "numbers_mt", "zeros", "zeros_mt", "generateseries", "generate_series",
+		"values", "null", "view", "format", "generaterandom")
+	// systemDatabases are databases whose tables describe the server.
+	systemDatabases = setOf("system", "information_schema")
+)
+
+// IsSystemDatabase reports whether a database describes the server rather
+// than holding data (system, information_schema in either case).
+func IsSystemDatabase(name string) bool { return systemDatabases[strings.ToLower(name)] }
 
 // inspect checks one client statement against the safety rules and
 // describes it. Errors are *Exception values that the server sends back
@@ -101,9 +139,71 @@ type guard struct {
 	// INSERT turned out to be INSERT ... SELECT.
 	settingsAt, formatAt int
 	insertDone           bool
+	opts                 guardOptions
+}
+
+// checkRoleVerb applies a writer's and a tenant user's rules to the
+// statement's first keyword.
+func (g *guard) checkRoleVerb() error {
+	verb := g.stmt.Verb
+	switch g.opts.role {
+	case RoleTenant:
+		if !tenantVerbs[verb] {
+			return newException(CodeReadonly, "Cannot execute %s: a tenant user may only read (SELECT, SHOW, DESCRIBE, EXISTS, EXPLAIN)",
+				strings.ToUpper(verb))
+		}
+	case RoleWriter:
+		switch verb {
+		case "insert", "select", "with", "describe", "desc", "exists":
+		default:
+			return accessDenied("a writer may only insert (%s refused)", strings.ToUpper(verb))
+		}
+	}
+	return nil
+}
+
+// checkRole applies a writer's and a tenant user's rules to the newest
+// token.
+func (g *guard) checkRole(t token) error {
+	n := len(g.toks)
+	switch g.opts.role {
+	case RoleWriter:
+		// A writer's SELECT may compute (SELECT 1, the driver's hello)
+		// but not read a table.
+		if (g.stmt.Verb == "select" || g.stmt.Verb == "with") && t.is("from") {
+			return accessDenied("a writer may not read tables")
+		}
+	case RoleTenant:
+		name := t.name()
+		if tenantDeniedNames[name] || strings.HasPrefix(name, "query_cache") {
+			return accessDenied("%s may not be used by a tenant user", name)
+		}
+		if n == 2 && g.stmt.Verb == "show" && !tenantShowObjects[name] {
+			return accessDenied("SHOW %s is not allowed for a tenant user", strings.ToUpper(t.text))
+		}
+		if n == 3 && g.stmt.Verb == "show" && g.toks[1].is("create") && !t.is("table") && !t.is("view") && !t.is("database") {
+			return accessDenied("SHOW CREATE %s is not allowed for a tenant user", strings.ToUpper(t.text))
+		}
+		if n == 2 && g.stmt.Verb == "explain" && t.is("estimate") {
+			return accessDenied("EXPLAIN ESTIMATE is not allowed for a tenant user (it counts every tenant's rows)")
+		}
+		if n >= 3 && g.toks[n-2].isPunct(".") && systemDatabases[g.toks[n-3].name()] && !tenantSystemTables[name] {
+			return accessDenied("%s.%s is not readable by a tenant user (it describes every tenant's data or the server's users and queries)",
+				g.toks[n-3].text, t.text)
+		}
+		if t.isPunct("(") && n >= 2 {
+			prev := g.toks[n-2].name()
+			if (g.opts.tableOnlyFunctions[prev] && !tenantTableFunctions[prev]) ||
+				strings.HasPrefix(prev, "dict") || strings.HasPrefix(prev, "joinget") {
+				return accessDenied("%s(...) is not allowed for a tenant user (it reads around the tenant's row policy)", g.toks[n-2].text)
+			}
+		}
+	}
+	return nil
 }
 
 func (g *guard) run(opts guardOptions) (*Statement, error) {
+	g.opts = opts
 	for {
 		t, ok, err := g.lex.next()
 		if err != nil {
@@ -137,6 +237,9 @@ func (g *guard) run(opts guardOptions) (*Statement, error) {
 	if g.formatAt > 0 && g.stmt.Insert == nil && !g.insertDone {
 		return nil, newException(CodeSyntaxError, "Syntax error: INSERT ... FORMAT without a format name")
 	}
+	if opts.role == RoleWriter && g.stmt.Verb == "insert" && (g.insertDone || g.stmt.Insert == nil) {
+		return nil, accessDenied("a writer may insert data, not INSERT ... SELECT (it reads)")
+	}
 	if opts.readOnly && !readOnlyVerbs[g.stmt.Verb] {
 		return nil, newException(CodeReadonly, "Cannot execute %s in readonly mode: the request is read-only (GET or readonly setting)",
 			strings.ToUpper(g.stmt.Verb))
@@ -157,7 +260,13 @@ func (g *guard) check(t token) error {
 		if t.isPunct("(") {
 			return nil
 		}
-		return g.setVerb(t)
+		if err := g.setVerb(t); err != nil {
+			return err
+		}
+		return g.checkRoleVerb()
+	}
+	if err := g.checkRole(t); err != nil {
+		return err
 	}
 	if t.kind == tokWord && (t.is("infile") || t.is("outfile")) {
 		return accessDenied("%s is not allowed: the embedded server does not read or write host files", strings.ToUpper(t.text))
@@ -288,4 +397,37 @@ func (g *guard) dataAfter(end int) int {
 		end++
 	}
 	return end
+}
+
+// InsertTarget returns the table an INSERT statement's head names
+// ("INSERT INTO [TABLE] [db.]table ..."), with database "" when it is not
+// qualified; ok is false for INSERT INTO FUNCTION and what it cannot read.
+func InsertTarget(head string) (database, table string, ok bool) {
+	lex := lexer{src: head}
+	var toks []token
+	for len(toks) < 6 {
+		t, more, err := lex.next()
+		if err != nil || !more {
+			break
+		}
+		toks = append(toks, t)
+	}
+	i := 0
+	if i < len(toks) && toks[i].is("insert") {
+		i++
+	}
+	if i < len(toks) && toks[i].is("into") {
+		i++
+	}
+	if i < len(toks) && toks[i].is("table") {
+		i++
+	}
+	if i >= len(toks) || toks[i].is("function") || (toks[i].kind != tokWord && toks[i].kind != tokQuotedIdent) {
+		return "", "", false
+	}
+	first := toks[i].text
+	if i+2 < len(toks) && toks[i+1].isPunct(".") && (toks[i+2].kind == tokWord || toks[i+2].kind == tokQuotedIdent) {
+		return first, toks[i+2].text, true
+	}
+	return "", first, true
 }

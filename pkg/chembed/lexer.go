@@ -277,6 +277,13 @@ func (l *lexer) quoted(start int, quote byte, kind tokenKind) (token, error) {
 				return token{}, syntaxError(start, "quoted text is not closed")
 			}
 			i++
+			// \xHH spells a byte in hex, as in the engine's own
+			// parser: `\x73ystem` is system.
+			if s[i] == 'x' && i+2 < len(s) && isHexDigit(s[i+1]) && isHexDigit(s[i+2]) {
+				b.WriteByte(hexValue(s[i+1])<<4 | hexValue(s[i+2]))
+				i += 2
+				continue
+			}
 			b.WriteByte(s[i])
 		default:
 			b.WriteByte(s[i])
@@ -387,4 +394,15 @@ func tokenize(sql string) ([]token, error) {
 // describe renders a token for error messages.
 func (t token) describe() string {
 	return fmt.Sprintf("%q at position %d", t.text, t.start)
+}
+
+func hexValue(c byte) byte {
+	switch {
+	case isDigit(c):
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
 }

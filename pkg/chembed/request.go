@@ -1,13 +1,14 @@
 package chembed
 
 import (
-	"crypto/subtle"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flamehouse/flamehouse/pkg/tenancy"
 )
 
 // protocolParams are URL parameters of ClickHouse's HTTP interface that are
@@ -35,6 +36,8 @@ type request struct {
 	readOnly       bool
 	waitEndOfQuery bool
 	queryID        string
+	// role is the authenticated user's role.
+	role Role
 }
 
 // parseRequest splits URL parameters into protocol parameters, query
@@ -149,17 +152,50 @@ func credentials(r *http.Request) (user, password string) {
 	return DefaultUser, ""
 }
 
-// authenticate checks the presented credentials in constant time.
-func (s *Server) authenticate(r *http.Request) error {
-	user, password := credentials(r)
-	cfg := s.cfg
-	userOK := subtle.ConstantTimeCompare([]byte(user), []byte(cfg.User)) == 1
-	passOK := subtle.ConstantTimeCompare([]byte(password), []byte(cfg.Password.Value())) == 1
-	if userOK && passOK {
-		return nil
+// authenticate checks the presented credentials (the password in
+// constant time) and returns who presented them.
+func (s *Server) authenticate(r *http.Request) (principal, error) {
+	name, password := credentials(r)
+	u, found := s.users.lookup(name)
+	if !found {
+		// Compare anyway, so that an unknown name takes as long.
+		u = User{Name: name, PasswordSHA256Hex: PasswordSHA256(password + "\x00")}
 	}
-	if password == "" && cfg.Password != "" {
-		return newException(CodeRequiredPassword, "%s: Authentication failed: password is required", user)
+	if u.passwordMatches(password) && found {
+		return principal{name: u.Name, role: u.Role, tenant: u.Tenant}, nil
 	}
-	return newException(CodeAuthenticationFailed, "%s: Authentication failed: password is incorrect, or there is no user with such name", user)
+	if password == "" {
+		return principal{}, newException(CodeRequiredPassword, "%s: Authentication failed: password is required", name)
+	}
+	return principal{}, newException(CodeAuthenticationFailed, "%s: Authentication failed: password is incorrect, or there is no user with such name", name)
+}
+
+// applyRole narrows a request to what its user may do: read-only for
+// readers, and for a tenant user the tenant's access marker, no system
+// database and none of the settings the guard keeps from tenant users.
+// The access marker is the front's own: no client sets it.
+func (s *Server) applyRole(req *request, p principal) error {
+	req.role = p.role
+	if s.engine.allMarker != "" {
+		delete(req.settings, markerSetting)
+	}
+	switch p.role {
+	case RoleReader:
+		req.readOnly = true
+	case RoleTenant:
+		if s.engine.allMarker == "" {
+			return accessDenied("%s: tenant users need the engine's row policies, and this engine was started without tenant tables", p.name)
+		}
+		if IsSystemDatabase(req.database) {
+			return accessDenied("%s: a tenant user may not use the %s database", p.name, req.database)
+		}
+		req.readOnly = true
+		for name := range req.settings {
+			if tenantDeniedNames[name] || strings.HasPrefix(name, "query_cache") {
+				delete(req.settings, name)
+			}
+		}
+		req.settings[markerSetting] = tenancy.Marker(p.tenant)
+	}
+	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +32,7 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	spool  *spooler
+	users  *users
 	http   *http.Server
 	// inflight counts requests being handled, for graceful shutdown.
 	inflight sync.WaitGroup
@@ -44,13 +47,17 @@ type Server struct {
 func NewServer(engine *Engine, cfg Config, log *slog.Logger) (*Server, error) {
 	cfg = cfg.withDefaults()
 	cfg.DataDir = engine.cfg.DataDir
+	if cfg.UsersFile == "" {
+		cfg.UsersFile = filepath.Join(cfg.DataDir, DefaultUsersFile)
+	}
+	cfg.TenantTables = engine.cfg.TenantTables // the engine's row policies
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("embedded clickhouse server config: %w", err)
 	}
 	if log == nil {
 		log = engine.log
 	}
-	s := &Server{engine: engine, cfg: cfg, log: log, spool: newSpooler(cfg.DataDir, cfg.MaxSpoolBytes)}
+	s := &Server{engine: engine, cfg: cfg, log: log, spool: newSpooler(cfg.DataDir, cfg.MaxSpoolBytes), users: newUsers(cfg)}
 	s.http = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -143,11 +150,15 @@ func writeOK(w http.ResponseWriter) {
 // handle runs one query request. An error returned here has not been
 // written yet; errors after the response started are written in-band.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) (verb string, err error) {
-	if err := s.authenticate(r); err != nil {
+	who, err := s.authenticate(r)
+	if err != nil {
 		return "", err
 	}
 	req, err := s.parseRequest(r)
 	if err != nil {
+		return "", err
+	}
+	if err := s.applyRole(req, who); err != nil {
 		return "", err
 	}
 	body := io.Reader(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
@@ -162,6 +173,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) (verb string, er
 	cmd, err := s.readCommand(req, body, encoding)
 	if err != nil {
 		return "", err
+	}
+	if err := s.checkWriterTarget(req, cmd); err != nil {
+		return cmd.stmt.Verb, err
 	}
 	describeSpan(r.Context(), req.database, cmd)
 	if cmd.stmt.OutputFormat != "" {
@@ -197,6 +211,21 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) (verb string, er
 	}
 }
 
+// checkWriterTarget keeps a writer's inserts to the tenant tables.
+func (s *Server) checkWriterTarget(req *request, cmd *command) error {
+	if req.role != RoleWriter || cmd.stmt.Verb != "insert" {
+		return nil
+	}
+	db, table, ok := InsertTarget(cmd.stmt.Insert.Head)
+	if db == "" {
+		db = req.database
+	}
+	if ok && slices.Contains(s.cfg.TenantTables, db+"."+table) {
+		return nil
+	}
+	return accessDenied("a writer may insert only into the tables it writes (%s)", strings.Join(s.cfg.TenantTables, ", "))
+}
+
 // command is what a request asks the engine to do.
 type command struct {
 	stmt *Statement
@@ -213,7 +242,7 @@ type command struct {
 // with the guard and separates INSERT data from SQL. SQL is bounded by
 // MaxQueryBytes; INSERT data only by MaxBodyBytes.
 func (s *Server) readCommand(req *request, body io.Reader, encoding string) (*command, error) {
-	opts := guardOptions{readOnly: req.readOnly}
+	opts := guardOptions{readOnly: req.readOnly, role: req.role, tableOnlyFunctions: s.engine.tableOnlyFunctions}
 	limit := s.cfg.MaxQueryBytes
 	if req.queryParam != "" {
 		if int64(len(req.queryParam)) > limit {

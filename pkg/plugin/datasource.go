@@ -39,6 +39,8 @@ type Datasource struct {
 	cache *query.Cache
 	// resolver holds the symbol store's range tables across queries.
 	resolver *query.Resolver
+	// userTenant is the ClickHouse user's tenant, once known (tenant.go).
+	userTenant *userTenant
 }
 
 // Bounds of the symbol cache: 4M frame ids of stacks (32 MB) and 1M frame
@@ -107,7 +109,11 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 		res = otelHealth(cat, cfg, d.settings.Profiles.OTelTable)
 	}
 	if res.Status == backend.HealthStatusOk {
-		res.Message += " " + symbolsNote(cat, cfg, d.settings.Profiles.Schema) + " " + d.tracesNote(ctx, conn)
+		access, err := d.accessNote(ctx, conn, cfg)
+		if err != nil {
+			return healthError("%v", err), nil
+		}
+		res.Message += " " + symbolsNote(cat, cfg, d.settings.Profiles.Schema) + " " + d.tracesNote(ctx, conn) + " " + access
 	}
 	return res, nil
 }

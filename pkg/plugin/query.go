@@ -17,7 +17,7 @@ import (
 // frames' links name the datasource by the uid in the plugin context.
 func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
 	resp := backend.NewQueryDataResponse()
-	engine, err := d.engine()
+	engine, err := d.engine(ctx)
 	if err != nil {
 		for _, q := range req.Queries {
 			resp.Responses[q.RefID] = backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream,
@@ -86,14 +86,19 @@ func clickHouseError(err error) backend.DataResponse {
 	return backend.ErrDataResponseWithSource(status, backend.ErrorSourceDownstream, "ClickHouse: "+err.Error())
 }
 
-// engine is the query engine on the datasource's connection.
-func (d *Datasource) engine() (*query.Engine, error) {
+// engine is the query engine on the datasource's connection, reading the
+// tenant of the ClickHouse user when it is a tenant user.
+func (d *Datasource) engine(ctx context.Context) (*query.Engine, error) {
 	conn, err := d.connection()
 	if err != nil {
 		return nil, err
 	}
+	tenant, _, err := d.tenant(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
 	return &query.Engine{
-		Conn: conn, Tables: d.settings.schemaConfig(), Tenant: d.settings.Profiles.Tenant, Symbols: d.symbols,
+		Conn: conn, Tables: d.settings.schemaConfig(), Tenant: tenant, Symbols: d.symbols,
 		Schema: d.settings.Profiles.Schema, OTelTable: d.settings.Profiles.OTelTable,
 		TracesDatabase: d.settings.Profiles.TracesDatabase, TracesTable: d.settings.Profiles.TracesTable,
 		Cache: d.cache, Resolver: d.resolver,

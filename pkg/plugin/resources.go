@@ -40,7 +40,7 @@ func (d *Datasource) CallResource(ctx context.Context, req *backend.CallResource
 	if err != nil {
 		return sendError(sender, http.StatusBadRequest, err.Error())
 	}
-	engine, err := d.engine()
+	engine, err := d.engine(ctx)
 	if err != nil {
 		return sendError(sender, http.StatusBadRequest, "datasource settings: "+err.Error())
 	}

@@ -26,6 +26,11 @@ type Config struct {
 	ReplicaName string `yaml:"replica_name"`
 	// Retention says how long each kind of data is kept.
 	Retention Retention `yaml:"retention"`
+	// AccessControl says whether Migrate applies AccessDDL (roles, grants,
+	// row policies) after the migrations: "auto" tries and skips it when the
+	// server refuses (no writable access storage, or a user without access
+	// management); "on" makes that refusal an error; "off" never tries.
+	AccessControl string `yaml:"access_control"`
 }
 
 // Retention is the time to live of the sample tables; 0 keeps data forever.
@@ -55,6 +60,14 @@ const (
 	DefaultSamplesRetention = 7 * 24 * time.Hour
 	DefaultMinuteRetention  = 30 * 24 * time.Hour
 	DefaultHourRetention    = 365 * 24 * time.Hour
+	DefaultAccessControl    = AccessControlAuto
+)
+
+// Values of Config.AccessControl.
+const (
+	AccessControlAuto = "auto"
+	AccessControlOn   = "on"
+	AccessControlOff  = "off"
 )
 
 // DefaultConfig returns the single-node defaults.
@@ -69,6 +82,7 @@ func DefaultConfig() Config {
 			Minute:  DefaultMinuteRetention,
 			Hour:    DefaultHourRetention,
 		},
+		AccessControl: DefaultAccessControl,
 	}
 }
 
@@ -82,6 +96,8 @@ func (c *Config) RegisterFlags(f *flag.FlagSet, prefix string) {
 	f.DurationVar(&c.Retention.Minute, prefix+"retention.minute", c.Retention.Minute, "retention of the per-minute rollup (0: forever)")
 	f.DurationVar(&c.Retention.Hour, prefix+"retention.hour", c.Retention.Hour, "retention of the per-hour rollup (0: forever)")
 	f.DurationVar(&c.Retention.Symbols, prefix+"retention.symbols", c.Retention.Symbols, "retention of uploaded and fetched symbols, from their upload (0: forever)")
+	f.StringVar(&c.AccessControl, prefix+"access-control", c.AccessControl,
+		"apply roles, grants and row policies after migrating: auto (skip when the server refuses), on (refusal is an error), off")
 }
 
 var (
@@ -96,6 +112,7 @@ var (
 	errPath      = errors.New("replication path and replica name may contain only letters, digits, '_', '.', '/', '-' and {macros}")
 	errRetention = errors.New("retention must not be negative")
 	errRollups   = errors.New("rollup retention must not be shorter than the retention of raw samples (0 = forever counts as longest)")
+	errAccess    = errors.New("access control must be auto, on or off")
 )
 
 // IsIdentifier reports whether a database or table name is a plain
@@ -125,6 +142,11 @@ func (c *Config) Validate() error {
 		err = errors.Join(err, errRetention)
 	} else if longer(r.Samples, r.Minute) || longer(r.Samples, r.Hour) {
 		err = errors.Join(err, errRollups)
+	}
+	switch c.AccessControl {
+	case AccessControlAuto, AccessControlOn, AccessControlOff:
+	default:
+		err = errors.Join(err, fmt.Errorf("%w: %q", errAccess, c.AccessControl))
 	}
 	return err
 }

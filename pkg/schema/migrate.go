@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -24,6 +25,11 @@ type Report struct {
 	Version int
 	// RetentionChanged lists the tables whose TTL was changed to the config.
 	RetentionChanged []string
+	// AccessControl says AccessDDL was applied (roles, grants, row policies).
+	AccessControl bool
+	// AccessControlSkipped says why it was not: access_control is off, or
+	// (auto) the server refused it.
+	AccessControlSkipped string
 }
 
 // Migrator applies the versioned schema to a database.
@@ -57,16 +63,68 @@ func (c *Config) qualifiedLocal(table string) string {
 }
 
 // Migrate applies every migration not yet recorded, in order, then brings
-// the tables' TTLs in line with the configured retention. Every statement
-// is idempotent, so a migration interrupted half-way is simply run again.
+// the tables' TTLs in line with the configured retention, then applies
+// AccessDDL as Config.AccessControl says. Every statement is idempotent, so
+// a migration interrupted half-way is simply run again, and access control
+// is applied again on every start.
 func (m *Migrator) Migrate(ctx context.Context) (Report, error) {
 	report, err := m.MigrateTo(ctx, LatestVersion())
 	if err != nil {
 		return report, err
 	}
 	report.RetentionChanged, err = m.reconcileRetention(ctx)
+	if err != nil {
+		return report, err
+	}
+	err = m.applyAccessControl(ctx, &report)
 	return report, err
 }
+
+// applyAccessControl runs AccessDDL unless access_control is off. With
+// auto, a refusal (see accessRefused) stops it and is recorded in the
+// report; with on, it is an error, as is any other failure in either mode.
+func (m *Migrator) applyAccessControl(ctx context.Context, report *Report) error {
+	if m.cfg.AccessControl == AccessControlOff {
+		report.AccessControlSkipped = "access_control is off"
+		return nil
+	}
+	for i, stmt := range m.cfg.AccessDDL() {
+		err := m.conn.Exec(ctx, stmt)
+		if err == nil {
+			continue
+		}
+		head, _, _ := strings.Cut(stmt, "\n")
+		if !accessRefused(err) {
+			return fmt.Errorf("access control, statement %d (%s): %w", i+1, head, err)
+		}
+		if m.cfg.AccessControl == AccessControlOn {
+			return fmt.Errorf("access_control is on, but the server refused statement %d (%s): %w "+
+				"(migrate as a user with access management, or set access_control to auto or off)", i+1, head, err)
+		}
+		report.AccessControlSkipped = fmt.Sprintf("the server refused %s: %v", head, err)
+		return nil
+	}
+	report.AccessControl = true
+	return nil
+}
+
+// accessRefused reports whether err says the server does not let this
+// user, or anyone, manage access: ACCESS_DENIED (a user without access
+// management; the embedded engine), NOT_IMPLEMENTED, or a server without a
+// writable access storage.
+func accessRefused(err error) bool {
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) && (ex.Code == codeAccessDenied || ex.Code == codeNotImplemented) {
+		return true
+	}
+	return strings.Contains(strings.ToLower(err.Error()), "access storage")
+}
+
+// ClickHouse error codes accessRefused recognises.
+const (
+	codeNotImplemented = 48
+	codeAccessDenied   = 497
+)
 
 // MigrateTo applies the migrations not yet recorded up to and including
 // version target, in order, and leaves retention as the migrations set it.

@@ -5,10 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
@@ -201,4 +204,181 @@ func TestRollupsFollowSamples(t *testing.T) {
 	var pod string
 	require.NoError(t, conn.QueryRow(ctx, "SELECT K8sPodName FROM "+cfg.Qualified(schema.Series)+" WHERE SeriesId = 1").Scan(&pod))
 	require.Equal(t, "pod-1", pod, "series materialize their k8s columns from the attribute map")
+}
+
+// recordingConn records the statements a migrator executes.
+type recordingConn struct {
+	driver.Conn
+	mu    sync.Mutex
+	execs []string
+}
+
+func (r *recordingConn) Exec(ctx context.Context, query string, args ...any) error {
+	r.mu.Lock()
+	r.execs = append(r.execs, query)
+	r.mu.Unlock()
+	return r.Conn.Exec(ctx, query, args...)
+}
+
+// accessStatements returns the recorded statements that manage access.
+func (r *recordingConn) accessStatements() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, q := range r.execs {
+		for _, verb := range []string{"CREATE ROLE", "GRANT", "REVOKE", "ROW POLICY", "CREATE USER", "ALTER USER"} {
+			if strings.Contains(q, verb) {
+				out = append(out, q)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// The embedded engine (libchdb) has no writable access storage and refuses
+// CREATE ROLE with ACCESS_DENIED: auto skips access control and says why,
+// the schema itself is migrated.
+func TestMigrateAccessControlAuto(t *testing.T) {
+	srv := chtest.Get(t)
+	conn := &recordingConn{Conn: srv.Open(t)}
+	ctx := context.Background()
+	cfg := freshConfig(t, conn)
+	require.Equal(t, schema.AccessControlAuto, cfg.AccessControl, "auto is the default")
+	m, err := schema.NewMigrator(cfg, conn)
+	require.NoError(t, err)
+
+	report, err := m.Migrate(ctx)
+	if srv.External && report.AccessControl {
+		t.Skip("the external server applies access control; this test is about a server that refuses it")
+	}
+	require.NoError(t, err)
+	require.Equal(t, schema.LatestVersion(), report.Version)
+	require.Len(t, report.Applied, schema.LatestVersion())
+	require.False(t, report.AccessControl)
+	require.Contains(t, report.AccessControlSkipped, "the server refused CREATE ROLE IF NOT EXISTS `"+cfg.RoleName(schema.RoleAdmin)+"`")
+	require.Contains(t, report.AccessControlSkipped, "497", "the reason carries the server's refusal")
+	require.Equal(t, []string{cfg.AccessDDL()[0]}, conn.accessStatements(), "auto tried, and stopped at the first refusal")
+
+	report, err = m.Migrate(ctx)
+	require.NoError(t, err, "a second start skips again")
+	require.Empty(t, report.Applied)
+	require.NotEmpty(t, report.AccessControlSkipped)
+}
+
+func TestMigrateAccessControlOn(t *testing.T) {
+	srv := chtest.Get(t)
+	if srv.External {
+		t.Skip("needs a server that refuses access control (the embedded engine)")
+	}
+	conn := srv.Open(t)
+	ctx := context.Background()
+	cfg := freshConfig(t, conn)
+	cfg.AccessControl = schema.AccessControlOn
+	m, err := schema.NewMigrator(cfg, conn)
+	require.NoError(t, err)
+
+	report, err := m.Migrate(ctx)
+	require.Error(t, err)
+	require.ErrorContains(t, err, "access_control is on, but the server refused statement 1 (CREATE ROLE IF NOT EXISTS")
+	require.ErrorContains(t, err, "set access_control to auto or off", "the error says what to do")
+	var ex *clickhouse.Exception
+	require.ErrorAs(t, err, &ex, "the server's exception is kept")
+	require.EqualValues(t, 497, ex.Code)
+	require.False(t, report.AccessControl)
+	require.Equal(t, schema.LatestVersion(), report.Version, "the schema was migrated before access control was tried")
+}
+
+func TestMigrateAccessControlOff(t *testing.T) {
+	conn := &recordingConn{Conn: chtest.Get(t).Open(t)}
+	ctx := context.Background()
+	cfg := freshConfig(t, conn)
+	cfg.AccessControl = schema.AccessControlOff
+	m, err := schema.NewMigrator(cfg, conn)
+	require.NoError(t, err)
+
+	report, err := m.Migrate(ctx)
+	require.NoError(t, err)
+	require.False(t, report.AccessControl)
+	require.Equal(t, "access_control is off", report.AccessControlSkipped)
+	require.Empty(t, conn.accessStatements(), "nothing is tried")
+	require.NotEmpty(t, conn.execs, "the migrations ran")
+}
+
+// TestAccessDDLParses has ClickHouse parse every access statement
+// (formatQuery: a syntax check, nothing is executed), in both modes, and
+// checks that the clauses mean what the DDL intends.
+func TestAccessDDLParses(t *testing.T) {
+	conn := chtest.Get(t).Open(t)
+	ctx := context.Background()
+	cluster := schema.DefaultConfig()
+	cluster.Cluster = "flamehouse"
+	hash, salt := schema.HashPassword("secret", []byte("salt"))
+	for _, cfg := range []schema.Config{schema.DefaultConfig(), cluster} {
+		stmts := cfg.AccessDDL()
+		for _, u := range []schema.TenantUser{
+			{Name: "acme_reader", Tenant: "acme", PasswordSHA256Hex: hash, SaltHex: salt},
+			{Name: "nasty", Tenant: "a'b\\'c\n", Existing: true},
+		} {
+			add, err := cfg.TenantUserDDL(u)
+			require.NoError(t, err)
+			stmts = append(stmts, add...)
+		}
+		for _, drop := range []bool{false, true} {
+			d, err := cfg.DropTenantUserDDL("acme_reader", drop)
+			require.NoError(t, err)
+			stmts = append(stmts, d...)
+		}
+		formatted := make([]string, len(stmts))
+		for i, stmt := range stmts {
+			require.NoError(t, conn.QueryRow(ctx, "SELECT formatQuery(?)", stmt).Scan(&formatted[i]), "ClickHouse parses:\n%s", stmt)
+			if cfg.Cluster != "" {
+				require.Contains(t, formatted[i], "ON CLUSTER flamehouse", stmt)
+			}
+		}
+		all := strings.Join(formatted, "\n")
+		require.Contains(t, all, "AS permissive FOR SELECT USING 1 TO ALL")
+		require.Contains(t, all, "AS restrictive FOR SELECT USING TenantId = 'acme' TO acme_reader")
+		require.Contains(t, all, "IDENTIFIED WITH sha256_hash BY '"+hash+"' SALT '"+salt+"'")
+		require.Contains(t, all, "MODIFY SETTING log_comment = 'flamehouse:tenant:a\\'b\\\\\\'c\\n'")
+		require.Contains(t, all, "GRANT "+onCluster(cfg)+"INSERT ON otel.otel_profile_samples, ")
+	}
+}
+
+func onCluster(cfg schema.Config) string {
+	if cfg.Cluster == "" {
+		return ""
+	}
+	return "ON CLUSTER " + cfg.Cluster + " "
+}
+
+// TestQuoteStringRoundTrip: every nasty tenant comes back from ClickHouse
+// as it went in, and the row policy condition compares with exactly it.
+func TestQuoteStringRoundTrip(t *testing.T) {
+	conn := chtest.Get(t).Open(t)
+	ctx := context.Background()
+	for _, tenant := range []string{"acme", "", "a'b", `a\'b`, `a\`, "'", `\\'`, "a\nb", "a\r\tb", "a\x00b", "ü\u2028", "\xff\xfe", "a`b\"c", "x' OR 1 OR '"} {
+		var got string
+		var equal uint8
+		lit := schema.QuoteStringLiteral(tenant)
+		require.NoError(t, conn.QueryRow(ctx, "SELECT "+lit+", "+lit+" = ?", tenant).Scan(&got, &equal), "%q", tenant)
+		require.Equal(t, tenant, got)
+		require.EqualValues(t, 1, equal, "%q", tenant)
+	}
+}
+
+// TestHashPasswordMatchesClickHouse: the hash is ClickHouse's own SHA256
+// of the password followed by the salt text.
+func TestHashPasswordMatchesClickHouse(t *testing.T) {
+	conn := chtest.Get(t).Open(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		password string
+		salt     []byte
+	}{{"secret", []byte{0xde, 0xad, 0xbe, 0xef}}, {"pä$$ w'rd", []byte("0123456789abcdef0123456789abcdef")}, {"x", nil}} {
+		hash, salt := schema.HashPassword(tc.password, tc.salt)
+		var want string
+		require.NoError(t, conn.QueryRow(ctx, "SELECT lower(hex(SHA256(concat(?, ?))))", tc.password, salt).Scan(&want))
+		require.Equal(t, want, hash)
+	}
 }

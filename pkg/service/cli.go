@@ -38,6 +38,7 @@ var commands = []command{
 	{"ddl", "print the DDL the schema migrations run, for review (honours schema.cluster)", ddlCommand},
 	{"config", "print the effective configuration as YAML (secrets redacted)", configCommand},
 	{"import", "convert pprof files to OTLP and send them to an OTLP profiles endpoint", importCommand},
+	{"tenants", "tenants add|remove|list: read-only users that see one tenant's rows (docs/security.md)", tenantsCommand},
 	{"symbols", "symbols upload FILE...: store the symbols of ELF files (executables, shared libraries, debug files, Go binaries) by build id", symbolsCommand},
 	{"version", "print the version", versionCommand},
 }
@@ -82,8 +83,11 @@ func usage(w io.Writer) {
 }
 
 // parse builds a command's configuration and checks it.
-func parse(name string, args []string) (Config, error) {
-	cfg, fs, err := ParseConfig(name, args)
+func parse(name string, args []string) (Config, error) { return parseWith(name, args) }
+
+// parseWith is parse for a command with flags of its own.
+func parseWith(name string, args []string, extra ...func(*flag.FlagSet)) (Config, error) {
+	cfg, fs, err := ParseConfig(name, args, extra...)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err

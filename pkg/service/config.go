@@ -20,6 +20,7 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/chembed"
 	"github.com/flamehouse/flamehouse/pkg/ingest"
 	"github.com/flamehouse/flamehouse/pkg/schema"
+	"github.com/flamehouse/flamehouse/pkg/secret"
 	"github.com/flamehouse/flamehouse/pkg/selfprofile"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
 	"github.com/flamehouse/flamehouse/pkg/symbols/debuginfod"
@@ -47,6 +48,67 @@ type Config struct {
 	// Symbols is how executables' symbols get into the symbol store
 	// (docs/symbols.md).
 	Symbols SymbolsConfig `yaml:"symbols"`
+	// Writer, when its username is set, is the ClickHouse user the ingest
+	// writes samples with: one that may only insert (the writer role,
+	// docs/security.md). The clickhouse (or embedded) user then applies
+	// the schema and serves the symbol store. Empty: that user writes too.
+	Writer Credentials `yaml:"writer"`
+}
+
+// Credentials name a ClickHouse user. The password comes from the
+// configuration, or better from a file or an environment variable.
+type Credentials struct {
+	// Username is the ClickHouse user.
+	Username string `yaml:"username"`
+	// Password is the user's password.
+	Password secret.String `yaml:"password"`
+	// PasswordFile is a file holding the password (one line).
+	PasswordFile string `yaml:"password_file"`
+	// PasswordEnv is an environment variable holding the password.
+	PasswordEnv string `yaml:"password_env"`
+}
+
+// RegisterFlags binds the credentials to flags with the given prefix.
+func (c *Credentials) RegisterFlags(f *flag.FlagSet, prefix string) {
+	f.StringVar(&c.Username, prefix+"username", c.Username, "ClickHouse user")
+	f.StringVar(&c.PasswordFile, prefix+"password-file", c.PasswordFile, "file holding the user's password")
+	f.StringVar(&c.PasswordEnv, prefix+"password-env", c.PasswordEnv, "environment variable holding the user's password")
+}
+
+// Validate reports conflicting password sources.
+func (c *Credentials) Validate() error {
+	n := 0
+	for _, set := range []bool{c.Password != "", c.PasswordFile != "", c.PasswordEnv != ""} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return errors.New("give the password one way: password, password_file or password_env")
+	}
+	if n == 1 && c.Username == "" {
+		return errors.New("a password needs a username")
+	}
+	return nil
+}
+
+// password reads the password from where the credentials say.
+func (c *Credentials) password() (secret.String, error) {
+	switch {
+	case c.PasswordFile != "":
+		b, err := os.ReadFile(c.PasswordFile)
+		if err != nil {
+			return "", fmt.Errorf("password file of %s: %w", c.Username, err)
+		}
+		return secret.String(strings.TrimRight(string(b), "\r\n")), nil
+	case c.PasswordEnv != "":
+		v, ok := os.LookupEnv(c.PasswordEnv)
+		if !ok {
+			return "", fmt.Errorf("password of %s: environment variable %s is not set", c.Username, c.PasswordEnv)
+		}
+		return secret.String(v), nil
+	}
+	return c.Password, nil
 }
 
 // SymbolsConfig is the symbols section.
@@ -121,6 +183,7 @@ func (c *Config) RegisterFlags(f *flag.FlagSet) {
 	f.StringVar(&c.LogFormat, "log.format", c.LogFormat, "log format: text or json")
 	c.ClickHouse.RegisterFlags(f, "clickhouse.")
 	c.Embedded.RegisterFlags(f, "embedded.")
+	c.Writer.RegisterFlags(f, "writer.")
 	c.Schema.RegisterFlags(f, "schema.")
 	c.Ingest.RegisterFlags(f, "ingest.")
 	c.SelfProfile.RegisterFlags(f, "selfprofile.")
@@ -160,6 +223,9 @@ func (c *Config) Validate() error {
 	if e := c.Symbols.Validate(); e != nil {
 		err = errors.Join(err, prefixed("symbols", e))
 	}
+	if e := c.Writer.Validate(); e != nil {
+		err = errors.Join(err, prefixed("writer", e))
+	}
 	return err
 }
 
@@ -196,8 +262,9 @@ func (c *Config) loadFile(path string) error {
 const configFileFlag = "config.file"
 
 // ParseConfig builds the configuration for a subcommand: defaults, then the
-// YAML file named by -config.file, then the other flags.
-func ParseConfig(name string, args []string) (Config, *flag.FlagSet, error) {
+// YAML file named by -config.file, then the other flags; extra registers
+// the subcommand's own flags.
+func ParseConfig(name string, args []string, extra ...func(*flag.FlagSet)) (Config, *flag.FlagSet, error) {
 	cfg := DefaultConfig()
 	if path := findConfigFile(args); path != "" {
 		if err := cfg.loadFile(path); err != nil {
@@ -207,6 +274,9 @@ func ParseConfig(name string, args []string) (Config, *flag.FlagSet, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.String(configFileFlag, "", "YAML configuration file (flags override it)")
 	cfg.RegisterFlags(fs)
+	for _, register := range extra {
+		register(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return cfg, fs, err
 	}

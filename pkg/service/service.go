@@ -41,9 +41,13 @@ type Service struct {
 	conn     clickhouse.Conn
 	chConfig chclient.Config
 	// native carries the ingest's sample inserts over HTTP (nil otherwise).
-	native   *chclient.NativeInserter
-	serveErr chan error
-	ingester *ingest.Ingester
+	native *chclient.NativeInserter
+	// writerConn and writerNative are the ingest's connection and inserter
+	// as the configured writer user (nil: the ingest writes with conn).
+	writerConn   clickhouse.Conn
+	writerNative *chclient.NativeInserter
+	serveErr     chan error
+	ingester     *ingest.Ingester
 	// fetcher finds symbols on this host and fetches them from debuginfod (nil when both are off).
 	fetcher *debuginfod.Fetcher
 	// stopProfiling ends self-profiling; profilingDone closes when it has.
@@ -149,7 +153,11 @@ func (s *Service) startIngest(ctx context.Context) error {
 		s.log.Info("fetching symbols of unsymbolized executables", "host", sym.Host.Enabled, "debug_dirs", sym.Host.DebugDirs,
 			"debuginfod_servers", len(sym.Debuginfod.URLs), "concurrency", sym.Debuginfod.Concurrency)
 	}
-	in, err := ingest.NewWithSink(s.cfg.Ingest, s.cfg.Schema, s.conn, native, sink, s.log, reg, s.tracingOptions()...)
+	ingestConn, ingestNative, err := s.ingestWriter(native)
+	if err != nil {
+		return fmt.Errorf("start ingest: %w", err)
+	}
+	in, err := ingest.NewWithSink(s.cfg.Ingest, s.cfg.Schema, ingestConn, ingestNative, sink, s.log, reg, s.tracingOptions()...)
 	if err != nil {
 		return fmt.Errorf("start ingest: %w", err)
 	}
@@ -183,6 +191,35 @@ func (s *Service) startIngest(ctx context.Context) error {
 	return nil
 }
 
+// ingestWriter returns the connection and inserter the ingest writes
+// samples with: as the configured writer user (a user that may only
+// insert, docs/security.md), or the service's own.
+func (s *Service) ingestWriter(native writer.NativeInserter) (clickhouse.Conn, writer.NativeInserter, error) {
+	w := s.cfg.Writer
+	if w.Username == "" {
+		return s.conn, native, nil
+	}
+	password, err := w.password()
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := s.chConfig
+	cfg.Username, cfg.Password = w.Username, password
+	conn, err := chclient.Open(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect as the writer user %s: %w", w.Username, err)
+	}
+	s.writerConn = conn
+	if cfg.Protocol != chclient.ProtocolHTTP {
+		return conn, nil, nil
+	}
+	s.writerNative, err = chclient.NewNativeInserter(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect as the writer user %s: %w", w.Username, err)
+	}
+	return conn, s.writerNative, nil
+}
+
 // selfAuthorization is the header self-profiling sends when auth is on:
 // the first configured credential.
 func selfAuthorization(a receiver.AuthConfig) string {
@@ -198,7 +235,9 @@ func selfAuthorization(a receiver.AuthConfig) string {
 }
 
 func (s *Service) startEmbedded(ctx context.Context) error {
-	engine, err := chembed.Open(s.cfg.Embedded, s.log)
+	embedded := s.cfg.Embedded
+	embedded.TenantTables = s.cfg.Schema.TenantTables() // row policies for tenant users
+	engine, err := chembed.Open(embedded, s.log)
 	if err != nil {
 		return fmt.Errorf("start embedded clickhouse: %w", err)
 	}
@@ -260,6 +299,12 @@ func (s *Service) Stop(ctx context.Context) error {
 	err = errors.Join(err, s.stopTracing(ctx))
 	if s.native != nil {
 		s.native.Close()
+	}
+	if s.writerNative != nil {
+		s.writerNative.Close()
+	}
+	if s.writerConn != nil {
+		err = errors.Join(err, s.writerConn.Close())
 	}
 	if s.conn != nil {
 		err = errors.Join(err, s.conn.Close())
