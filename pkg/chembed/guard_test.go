@@ -178,12 +178,17 @@ func FuzzInspect(f *testing.F) {
 		"INSERT INTO t (a) SETTINGS x=1 VALUES (1)", "SELECT $a$ x $a$", "SELECT `a``b`", "SELECT 'a\\'b'",
 		"/* /* */ */ SELECT 1", "SELECT 1.2.3e+4", "SELECT x'ff', b'01'", "#! shebang\nSELECT 1",
 		"SELECT file('x')", "CREATE TABLE t ENGINE = File(TSV)", "SELECT 0x", "SELECT .5", "$", "'", "\xff\xfe",
+		"SELECT * FROM `\\x73ystem`.parts", "SELECT 1 SETTINGS log_comment = ''", "SELECT * FROM merge(db, 'x')",
+		"INSERT INTO db.t SELECT * FROM db.u", "SHOW CREATE USER x", "SELECT dictGet('d', 'a', 1)",
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
-		for _, ro := range []bool{false, true} {
-			stmt, err := inspect(sql, guardOptions{readOnly: ro})
+		for _, opts := range []guardOptions{
+			{}, {readOnly: true}, {role: RoleWriter},
+			{readOnly: true, role: RoleTenant, tableOnlyFunctions: map[string]bool{"merge": true, "mergetreeindex": true}},
+		} {
+			stmt, err := inspect(sql, opts)
 			if err != nil {
 				var ex *Exception
 				if !errors.As(err, &ex) {
@@ -198,6 +203,10 @@ func FuzzInspect(f *testing.F) {
 				if !strings.HasPrefix(strings.TrimSpace(sql), ins.Head) {
 					t.Fatalf("head %q is not a prefix of %q", ins.Head, sql)
 				}
+				_, _, _ = InsertTarget(ins.Head)
+			}
+			if opts.role == RoleTenant && !tenantVerbs[stmt.Verb] {
+				t.Fatalf("a tenant user's %q was accepted", stmt.Verb)
 			}
 		}
 		toks, err := tokenize(sql)

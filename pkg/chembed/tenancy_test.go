@@ -1,9 +1,11 @@
 package chembed_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -297,6 +299,28 @@ func TestTenantUsersAuthentication(t *testing.T) {
 	require.Contains(t, string(body), "AUTHENTICATION_FAILED")
 	require.NotContains(t, string(body), "wrong-password")
 	require.NotContains(t, string(body), tenancyPassword)
+	// A second HTTP front on the same engine, logging everything: no
+	// password reaches its log, right or wrong.
+	var logs bytes.Buffer
+	cfg := f.srv.Engine.Config()
+	cfg.ListenAddress = "127.0.0.1:0"
+	front, err := chembed.NewServer(f.srv.Engine, cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	require.NoError(t, err)
+	ln, err := front.Listen(ctx)
+	require.NoError(t, err)
+	go func() { _ = front.Serve(ln) }()
+	t.Cleanup(func() { _ = front.Shutdown(context.Background()) })
+	for _, pw := range []string{tenancyPassword, "wrong-password"} {
+		c := f.srv.Open(t, func(o *clickhouse.Options) {
+			o.Addr = []string{ln.Addr().String()}
+			o.Auth = clickhouse.Auth{Username: "tenant_a", Password: pw, Database: f.tables.Database}
+		})
+		_ = c.Ping(ctx)
+	}
+	require.Contains(t, logs.String(), "request", "the front logged the requests")
+	require.NotContains(t, logs.String(), tenancyPassword)
+	require.NotContains(t, logs.String(), "wrong-password")
+	require.NotContains(t, logs.String(), chembed.PasswordSHA256(tenancyPassword))
 	// The users file keeps hashes only.
 	users, err := chembed.ReadUsersFile(f.srv.Engine.Config().DataDir + "/" + chembed.DefaultUsersFile)
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/pkg/chembed"
 	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
@@ -217,6 +218,72 @@ func BenchmarkQueryRateScaling(b *testing.B) {
 			b.ReportMetric(p50Millis(base), "p50-ms")
 			b.ReportMetric(p50Millis(doubled), "p50-ms-2x")
 			b.ReportMetric(p50Millis(doubled)/p50Millis(base), "ratio")
+		})
+	}
+}
+
+// BenchmarkRowPolicy measures what the embedded engine's tenant row
+// policies cost a query: BenchmarkQuery's workload for two tenants in a
+// database with row policies, queried as the admin with the tenant
+// setting (the policy's filter is then a constant true) and as a tenant
+// user with no tenant setting (every table read is filtered by the
+// tenant), alternately. Reported: p50 ms of each and their ratio (target:
+// at most 1.1).
+func BenchmarkRowPolicy(b *testing.B) {
+	minutes := benchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
+	hours := benchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
+	srv := chtest.Get(b)
+	tables := schema.DefaultConfig()
+	tables.Database = srv.NewTenancyDatabase(b)
+	tables.Retention = schema.Retention{}
+	conn := srv.Open(b)
+	m, err := schema.NewMigrator(tables, conn)
+	require.NoError(b, err)
+	_, err = m.Migrate(context.Background())
+	require.NoError(b, err)
+	f := newFixtureOn(b, conn, tables, nil)
+	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	fillSamples(b, f, "", start, minutes, hours, 1)
+	fillSamples(b, f, "other", start, minutes, hours, 1)
+	srv.AddUser(b, chembed.User{Name: "bench_tenant", Password: "bench-password", Role: chembed.RoleTenant, Tenant: ""})
+	settings := embeddedSettings(b, tables.Database)
+	settings["username"] = "bench_tenant"
+	tenant := &fixture{ds: instance(b, settings, map[string]string{"password": "bench-password"})}
+	end := start.Add(time.Duration(minutes)*time.Minute - 17*time.Second)
+	for _, bq := range []struct {
+		name string
+		from time.Time
+		kind string
+	}{
+		{"flame-1h", end.Add(-time.Hour), "profile"},
+		{"table-1h", end.Add(-time.Hour), "table"},
+		{"flame-24h", end.Add(-24 * time.Hour), "profile"},
+	} {
+		b.Run(bq.name, func(b *testing.B) {
+			q := map[string]any{"queryType": bq.kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
+			want := f.query(b, q, bq.from, end)
+			require.NoError(b, want.Error)
+			got := tenant.query(b, q, bq.from, end)
+			require.NoError(b, got.Error)
+			require.Equal(b, want.Frames[0].Rows(), got.Frames[0].Rows(), "the tenant user's answer is the admin's for its tenant")
+			var admin, policy []time.Duration
+			for b.Loop() {
+				for i, fx := range []*fixture{f, tenant} {
+					t0 := time.Now()
+					r := fx.query(b, q, bq.from, end)
+					took := time.Since(t0)
+					require.NoError(b, r.Error)
+					require.Positive(b, r.Frames[0].Rows())
+					if i == 0 {
+						admin = append(admin, took)
+					} else {
+						policy = append(policy, took)
+					}
+				}
+			}
+			b.ReportMetric(p50Millis(admin), "p50-ms")
+			b.ReportMetric(p50Millis(policy), "p50-ms-policy")
+			b.ReportMetric(p50Millis(policy)/p50Millis(admin), "ratio")
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/google/pprof/profile"
 	"github.com/grafana/dskit/services"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -34,6 +35,7 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/query"
+	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
 const cpuType = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
@@ -47,8 +49,14 @@ type fixture struct {
 
 func newFixture(t testing.TB, profiles map[string]any) *fixture {
 	t.Helper()
-	srv := chtest.Get(t)
 	conn, tables := migrated(t)
+	return newFixtureOn(t, conn, tables, profiles)
+}
+
+// newFixtureOn is newFixture on a migrated database of the caller's.
+func newFixtureOn(t testing.TB, conn clickhouse.Conn, tables schema.Config, profiles map[string]any) *fixture {
+	t.Helper()
+	srv := chtest.Get(t)
 
 	cfg := ingest.DefaultConfig()
 	cfg.Receiver.GRPCListenAddress, cfg.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"

@@ -160,6 +160,12 @@ func ddlCommand(_ context.Context, args []string, stdout io.Writer) error {
 			_, _ = fmt.Fprintf(stdout, "%s;\n\n", stmt)
 		}
 	}
+	if cfg.Schema.AccessControl != schema.AccessControlOff {
+		_, _ = fmt.Fprintf(stdout, "-- access control (schema.access_control: %s; docs/security.md)\n", cfg.Schema.AccessControl)
+		for _, stmt := range cfg.Schema.AccessDDL() {
+			_, _ = fmt.Fprintf(stdout, "%s;\n\n", stmt)
+		}
+	}
 	return nil
 }
 

@@ -111,7 +111,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, part Part) (*Servi
 		return nil, fmt.Errorf("migrate schema: %w", err)
 	}
 	log.Info("schema ready", "database", cfg.Schema.Database, "version", s.Migration.Version,
-		"applied", s.Migration.Applied, "retention_changed", s.Migration.RetentionChanged)
+		"applied", s.Migration.Applied, "retention_changed", s.Migration.RetentionChanged, "access_control", s.Migration.AccessControl)
+	if s.Migration.AccessControlSkipped != "" && !cfg.UsesEmbedded() {
+		log.Info("roles and row policies not applied (docs/security.md)", "reason", s.Migration.AccessControlSkipped)
+	}
 	if part == Everything && cfg.Ingest.Enabled {
 		err := s.startTracing(ctx)
 		if err == nil {
