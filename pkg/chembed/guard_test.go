@@ -185,7 +185,9 @@ func FuzzInspect(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
 		for _, opts := range []guardOptions{
-			{}, {readOnly: true}, {role: RoleWriter},
+			{},
+			{readOnly: true},
+			{role: RoleWriter},
 			{readOnly: true, role: RoleTenant, tableOnlyFunctions: map[string]bool{"merge": true, "mergetreeindex": true}},
 		} {
 			stmt, err := inspect(sql, opts)

@@ -3,12 +3,10 @@ package service
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -82,8 +80,10 @@ func TestTenantsOnTheEmbeddedEngine(t *testing.T) {
 
 	tables := schema.DefaultConfig()
 	open := func(user, password string) clickhouse.Conn {
-		conn, err := clickhouse.Open(&clickhouse.Options{Protocol: clickhouse.HTTP, Addr: []string{svc.HTTPAddress()},
-			Auth: clickhouse.Auth{Username: user, Password: password}})
+		conn, err := clickhouse.Open(&clickhouse.Options{
+			Protocol: clickhouse.HTTP, Addr: []string{svc.HTTPAddress()},
+			Auth: clickhouse.Auth{Username: user, Password: password},
+		})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = conn.Close() })
 		return conn
@@ -100,15 +100,15 @@ func TestTenantsOnTheEmbeddedEngine(t *testing.T) {
 	var n uint64
 	writer := open("ingest", writerPassword)
 	var ex *clickhouse.Exception
-	require.True(t, errors.As(writer.QueryRow(ctx, "SELECT count() FROM "+tables.Qualified(schema.Samples)).Scan(&n), &ex), "the writer cannot read")
+	require.ErrorAs(t, writer.QueryRow(ctx, "SELECT count() FROM "+tables.Qualified(schema.Samples)).Scan(&n), &ex, "the writer cannot read")
 	require.Equal(t, int32(chembed.CodeAccessDenied), ex.Code)
 
 	out, code = cli("tenants", "remove", "-user", "acme_viewer")
 	require.Equal(t, 0, code, out)
 	err = open("acme_viewer", tenantPassword).Ping(ctx)
-	require.True(t, errors.As(err, &ex), "%v", err)
+	require.ErrorAs(t, err, &ex)
 	require.Equal(t, int32(chembed.CodeAuthenticationFailed), ex.Code)
 	users, err := os.ReadFile(filepath.Join(cfg.Embedded.DataDir, chembed.DefaultUsersFile))
 	require.NoError(t, err)
-	require.False(t, strings.Contains(string(users), tenantPassword))
+	require.NotContains(t, string(users), tenantPassword)
 }
