@@ -53,6 +53,47 @@ type Config struct {
 	// docs/security.md). The clickhouse (or embedded) user then applies
 	// the schema and serves the symbol store. Empty: that user writes too.
 	Writer Credentials `yaml:"writer"`
+	// Tenants are tenant users that `flamehouse run` and `flamehouse
+	// migrate` create or update at start, as `flamehouse tenants add`
+	// does: users of the embedded engine, or users with row policies on an
+	// external server (which then must have access control applied).
+	Tenants []TenantUserConfig `yaml:"tenants"`
+}
+
+// TenantUserConfig declares a read-only user that sees one tenant's rows
+// (docs/security.md).
+type TenantUserConfig struct {
+	// User is the ClickHouse user's name.
+	User string `yaml:"user"`
+	// Tenant is the tenant whose rows it reads ("" is the default tenant).
+	Tenant string `yaml:"tenant"`
+	// PasswordFile is a file holding its password (one line).
+	PasswordFile string `yaml:"password_file"`
+	// PasswordEnv is an environment variable holding its password.
+	PasswordEnv string `yaml:"password_env"`
+	// Existing: the user exists on the external server already; only the
+	// roles and row policies are added (no password).
+	Existing bool `yaml:"existing"`
+}
+
+// Validate reports every problem of the declaration at once.
+func (t *TenantUserConfig) Validate() error {
+	var err error
+	if t.User == "" {
+		err = errors.Join(err, errors.New("user is required"))
+	}
+	switch {
+	case t.Existing && (t.PasswordFile != "" || t.PasswordEnv != ""):
+		err = errors.Join(err, fmt.Errorf("tenant user %q: an existing user keeps its password; drop password_file/password_env", t.User))
+	case !t.Existing && (t.PasswordFile == "") == (t.PasswordEnv == ""):
+		err = errors.Join(err, fmt.Errorf("tenant user %q: give its password with password_file or password_env (one of them)", t.User))
+	}
+	return err
+}
+
+// password reads the declared password.
+func (t *TenantUserConfig) password() (string, error) {
+	return readPassword(t.PasswordFile, t.PasswordEnv)
 }
 
 // Credentials name a ClickHouse user. The password comes from the
@@ -225,6 +266,14 @@ func (c *Config) Validate() error {
 	}
 	if e := c.Writer.Validate(); e != nil {
 		err = errors.Join(err, prefixed("writer", e))
+	}
+	for i := range c.Tenants {
+		if e := c.Tenants[i].Validate(); e != nil {
+			err = errors.Join(err, prefixed(fmt.Sprintf("tenants[%d]", i), e))
+		}
+		if c.UsesEmbedded() && c.Tenants[i].Existing {
+			err = errors.Join(err, fmt.Errorf("tenants[%d]: existing is for an external server", i))
+		}
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -115,6 +117,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, part Part) (*Servi
 	if s.Migration.AccessControlSkipped != "" && !cfg.UsesEmbedded() {
 		log.Info("roles and row policies not applied (docs/security.md)", "reason", s.Migration.AccessControlSkipped)
 	}
+	if err := s.applyTenants(ctx); err != nil {
+		_ = s.Stop(ctx)
+		return nil, err
+	}
 	if part == Everything && cfg.Ingest.Enabled {
 		err := s.startTracing(ctx)
 		if err == nil {
@@ -126,6 +132,41 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, part Part) (*Servi
 		}
 	}
 	return s, nil
+}
+
+// applyTenants creates or updates the configured tenant users on an
+// external server (the embedded engine took them at start).
+func (s *Service) applyTenants(ctx context.Context) error {
+	if len(s.cfg.Tenants) == 0 || s.engine != nil {
+		return nil
+	}
+	if !s.Migration.AccessControl {
+		return fmt.Errorf("tenant users are configured, but the roles and row policies were not applied (%s): "+
+			"migrate as a user with access management (docs/security.md)", s.Migration.AccessControlSkipped)
+	}
+	for _, t := range s.cfg.Tenants {
+		u := schema.TenantUser{Name: t.User, Tenant: t.Tenant, Existing: t.Existing}
+		if !t.Existing {
+			password, err := t.password()
+			if err != nil {
+				return fmt.Errorf("tenant user %s: %w", t.User, err)
+			}
+			salt := make([]byte, 16)
+			_, _ = rand.Read(salt)
+			u.PasswordSHA256Hex, u.SaltHex = schema.HashPassword(password, salt)
+		}
+		ddl, err := s.cfg.Schema.TenantUserDDL(u)
+		if err != nil {
+			return fmt.Errorf("tenant user %s: %w", t.User, err)
+		}
+		for i, q := range ddl {
+			if err := s.conn.Exec(ctx, q); err != nil {
+				return fmt.Errorf("tenant user %s, statement %d of %d: %w", t.User, i+1, len(ddl), err)
+			}
+		}
+	}
+	s.log.Info("tenant users applied", "count", len(s.cfg.Tenants))
+	return nil
 }
 
 // startIngest starts the OTLP endpoints and, when enabled, self-profiling,
@@ -240,6 +281,16 @@ func selfAuthorization(a receiver.AuthConfig) string {
 func (s *Service) startEmbedded(ctx context.Context) error {
 	embedded := s.cfg.Embedded
 	embedded.TenantTables = s.cfg.Schema.TenantTables() // row policies for tenant users
+	embedded.Users = slices.Clone(embedded.Users)
+	for _, t := range s.cfg.Tenants {
+		password, err := t.password()
+		if err != nil {
+			return fmt.Errorf("tenant user %s: %w", t.User, err)
+		}
+		embedded.Users = append(embedded.Users, chembed.User{
+			Name: t.User, Role: chembed.RoleTenant, Tenant: t.Tenant, PasswordSHA256Hex: chembed.PasswordSHA256(password),
+		})
+	}
 	engine, err := chembed.Open(embedded, s.log)
 	if err != nil {
 		return fmt.Errorf("start embedded clickhouse: %w", err)

@@ -128,7 +128,8 @@ func addEmbeddedTenant(cfg Config, name, tenant, password string, stdout io.Writ
 	if err := u.Validate(); err != nil {
 		return err
 	}
-	if name == cfg.Embedded.User || slices.ContainsFunc(cfg.Embedded.Users, func(c chembed.User) bool { return c.Name == name }) {
+	if name == cfg.Embedded.User || slices.ContainsFunc(cfg.Embedded.Users, func(c chembed.User) bool { return c.Name == name }) ||
+		slices.ContainsFunc(cfg.Tenants, func(c TenantUserConfig) bool { return c.User == name }) {
 		return fmt.Errorf("user %q is declared in the configuration file: change it there", name)
 	}
 	f.Users = slices.DeleteFunc(f.Users, func(c chembed.User) bool { return c.Name == name })
@@ -167,6 +168,9 @@ func listEmbeddedTenants(cfg Config, stdout io.Writer) error {
 	_, _ = fmt.Fprintln(w, "USER\tROLE\tTENANT\tDECLARED IN")
 	for _, u := range cfg.Embedded.Users {
 		_, _ = fmt.Fprintf(w, "%s\t%s\t%q\tconfiguration\n", u.Name, u.Role, u.Tenant)
+	}
+	for _, u := range cfg.Tenants {
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%q\tconfiguration (tenants)\n", u.User, chembed.RoleTenant, u.Tenant)
 	}
 	for _, u := range f.Users {
 		_, _ = fmt.Fprintf(w, "%s\t%s\t%q\tusers file\n", u.Name, u.Role, u.Tenant)

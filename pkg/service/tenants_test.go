@@ -36,6 +36,8 @@ func TestTenantsOnTheEmbeddedEngine(t *testing.T) {
 	cfg.Embedded.Users = []chembed.User{{Name: "ingest", Role: chembed.RoleWriter, PasswordSHA256Hex: chembed.PasswordSHA256(writerPassword)}}
 	t.Setenv("FLAMEHOUSE_TEST_WRITER_PASSWORD", writerPassword)
 	cfg.Writer = Credentials{Username: "ingest", PasswordEnv: "FLAMEHOUSE_TEST_WRITER_PASSWORD"}
+	t.Setenv("FLAMEHOUSE_TEST_OTHER_PASSWORD", "other-Secret-3")
+	cfg.Tenants = []TenantUserConfig{{User: "other_viewer", Tenant: "other", PasswordEnv: "FLAMEHOUSE_TEST_OTHER_PASSWORD"}}
 	cfg.Ingest.Receiver.Auth = receiver.AuthConfig{Enabled: true, Tokens: []receiver.TokenCredential{
 		{Token: secret.String("token-acme"), Tenant: "acme"}, {Token: secret.String("token-other"), Tenant: "other"},
 	}}
@@ -96,6 +98,7 @@ func TestTenantsOnTheEmbeddedEngine(t *testing.T) {
 		return got
 	}
 	require.Equal(t, []string{"acme"}, tenantsSeen(viewer))
+	require.Equal(t, []string{"other"}, tenantsSeen(open("other_viewer", "other-Secret-3")), "a tenant user declared in the configuration")
 	require.ElementsMatch(t, []string{"acme", "other"}, tenantsSeen(svc.Conn()))
 	var n uint64
 	writer := open("ingest", writerPassword)
@@ -111,4 +114,27 @@ func TestTenantsOnTheEmbeddedEngine(t *testing.T) {
 	users, err := os.ReadFile(filepath.Join(cfg.Embedded.DataDir, chembed.DefaultUsersFile))
 	require.NoError(t, err)
 	require.NotContains(t, string(users), tenantPassword)
+}
+
+// TestDeclaredTenantsNeedAccessControl: on an external server that did not
+// take the roles and row policies, declared tenant users are an error, not
+// users without isolation.
+func TestDeclaredTenantsNeedAccessControl(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ClickHouse.Address = "ch.invalid:9000"
+	cfg.Tenants = []TenantUserConfig{{User: "acme_viewer", Tenant: "acme", PasswordEnv: "UNUSED"}}
+	s := &Service{cfg: cfg, Migration: schema.Report{AccessControlSkipped: "the server refused CREATE ROLE"}}
+	err := s.applyTenants(context.Background())
+	require.ErrorContains(t, err, "roles and row policies were not applied")
+	require.ErrorContains(t, err, "refused CREATE ROLE")
+
+	for _, bad := range []TenantUserConfig{
+		{Tenant: "acme", PasswordEnv: "X"},
+		{User: "u", Tenant: "acme"},
+		{User: "u", PasswordEnv: "X", PasswordFile: "f"},
+		{User: "u", Existing: true, PasswordFile: "f"},
+	} {
+		require.Error(t, bad.Validate(), "%+v", bad)
+	}
+	require.NoError(t, (&TenantUserConfig{User: "u", Existing: true}).Validate())
 }
