@@ -32,14 +32,16 @@ import (
 //   - it authenticates several users, each with a role (User.Role);
 //   - the engine is started with a row policy on every table that holds
 //     tenants' rows (Config.TenantTables): a row is visible only when the
-//     statement's log_comment setting is the engine's secret "all" marker,
-//     or names the row's tenant. The policy is applied by ClickHouse itself
+//     statement's access marker (markerSetting) is the engine's secret
+//     "all" marker, or names the row's tenant. The policy is applied by ClickHouse itself
 //     to every read of those tables: joins, subqueries, UNION, views,
 //     materialized views and IN sets included;
-//   - the front sets log_comment on every request, from the user's role:
+//   - the front sets the marker on every request, from the user's role:
 //     the secret marker for admin, writer and reader users, the tenant
 //     marker for a tenant user. No client can set it: the URL setting is
-//     replaced, and a tenant user's SQL may not name it;
+//     replaced, and a tenant user's SQL may not name it. A tenant user's
+//     log_comment defaults to its marker too, which is how the datasource
+//     learns its tenant (package tenancy);
 //   - a tenant user's statements are further restricted by the guard
 //     (read-only, no system tables that describe other tenants' data, no
 //     table functions or dictionary lookups that read around the policy,
@@ -260,10 +262,16 @@ func (u *users) current() []User {
 	return u.fromFile
 }
 
-// The markers the front puts in log_comment (package tenancy): the tenant
-// marker, and the secret one of unrestricted statements.
+// markerSetting carries the access marker of every statement: the engine's
+// secret "all" marker or a tenant's (tenancy.Marker). The row policies
+// compare with it and only the front sets it. It is chDB's client name,
+// a string setting of the embedded engine alone, which only labels
+// remote() connections (refused here): no client of a ClickHouse server
+// sets it, and it changes no answer. (log_comment, the tenant's setting
+// on a real server, and query_cache_tag stay the client's: our datasource
+// and Grafana's ClickHouse plugin set them.)
 const (
-	markerSetting = tenancy.Setting
+	markerSetting = "chdb_client_name"
 	allPrefix     = "flamehouse:all:"
 )
 

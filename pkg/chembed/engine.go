@@ -21,7 +21,7 @@ type Engine struct {
 	log  *slog.Logger
 	info serverInfo
 	pool *pool
-	// allMarker is the log_comment of unrestricted statements when the
+	// allMarker is the access marker of unrestricted statements when the
 	// engine enforces tenant row policies ("" when it does not; access.go).
 	allMarker string
 	// tableOnlyFunctions are the table functions that are not also scalar

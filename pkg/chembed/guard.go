@@ -94,8 +94,9 @@ var (
 	// tenantShowObjects may follow SHOW (not PROCESSLIST, USERS, GRANTS ...).
 	tenantShowObjects = setOf("tables", "databases", "columns", "fields", "create", "full", "dictionaries")
 	// tenantDeniedNames are settings a tenant user's SQL may not name: the
-	// access marker, the query cache (its entries are shared by the
-	// engine's single user) and introspection.
+	// access marker (the query cache's tag; the query cache's entries are
+	// shared by the engine's single user: "query_cache*" is refused too)
+	// and introspection.
 	tenantDeniedNames = setOf(markerSetting, "use_query_cache", "enable_reads_from_query_cache",
 		"enable_writes_to_query_cache", "allow_introspection_functions", "profile")
 	// tenantSystemTables are the system tables a tenant user may read: none

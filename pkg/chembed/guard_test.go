@@ -178,7 +178,7 @@ func FuzzInspect(f *testing.F) {
 		"INSERT INTO t (a) SETTINGS x=1 VALUES (1)", "SELECT $a$ x $a$", "SELECT `a``b`", "SELECT 'a\\'b'",
 		"/* /* */ */ SELECT 1", "SELECT 1.2.3e+4", "SELECT x'ff', b'01'", "#! shebang\nSELECT 1",
 		"SELECT file('x')", "CREATE TABLE t ENGINE = File(TSV)", "SELECT 0x", "SELECT .5", "$", "'", "\xff\xfe",
-		"SELECT * FROM `\\x73ystem`.parts", "SELECT 1 SETTINGS log_comment = ''", "SELECT * FROM merge(db, 'x')",
+		"SELECT * FROM `\\x73ystem`.parts", "SELECT 1 SETTINGS chdb_client_name = ''", "SELECT * FROM merge(db, 'x')",
 		"INSERT INTO db.t SELECT * FROM db.u", "SHOW CREATE USER x", "SELECT dictGet('d', 'a', 1)",
 	} {
 		f.Add(seed)

@@ -196,6 +196,9 @@ func (s *Server) applyRole(req *request, p principal) error {
 			}
 		}
 		req.settings[markerSetting] = tenancy.Marker(p.tenant)
+		if _, set := req.settings[tenancy.Setting]; !set {
+			req.settings[tenancy.Setting] = tenancy.Marker(p.tenant) // how the datasource learns its tenant
+		}
 	}
 	return nil
 }

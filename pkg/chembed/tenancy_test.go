@@ -163,14 +163,20 @@ func TestTenantUserSeesOnlyItsRows(t *testing.T) {
 	} {
 		require.Equal(t, []string{"a"}, tenantsOf(t, a, q), q)
 	}
-	var comment string
-	require.NoError(t, a.QueryRow(clickhouse.Context(context.Background(), clickhouse.WithSettings(clickhouse.Settings{"log_comment": "flamehouse:all:x"})),
+	var marker, comment string
+	require.NoError(t, a.QueryRow(clickhouse.Context(context.Background(), clickhouse.WithSettings(clickhouse.Settings{"chdb_client_name": "flamehouse:all:x"})),
+		"SELECT getSetting('chdb_client_name'), getSetting('log_comment')").Scan(&marker, &comment))
+	require.Equal(t, "flamehouse:tenant:a", marker, "tenant a's statements carry its marker whatever the client sends")
+	require.Equal(t, "flamehouse:tenant:a", comment, "a tenant user's log_comment defaults to its marker")
+	require.NoError(t, a.QueryRow(clickhouse.Context(context.Background(), clickhouse.WithSettings(clickhouse.Settings{"log_comment": "grafana"})),
 		"SELECT getSetting('log_comment')").Scan(&comment))
-	require.Equal(t, "flamehouse:tenant:a", comment, "tenant a's statements carry its marker whatever the client sends")
+	require.Equal(t, "grafana", comment, "a client's own log_comment is kept: it lifts nothing")
 	var n uint64
-	require.NoError(t, a.QueryRow(clickhouse.Context(context.Background(), clickhouse.WithSettings(clickhouse.Settings{"log_comment": ""})),
-		"SELECT count() FROM "+samples+" WHERE TenantId = 'b'").Scan(&n))
-	require.Zero(t, n)
+	for _, settings := range []clickhouse.Settings{{"chdb_client_name": ""}, {"log_comment": ""}, {"log_comment": "flamehouse:tenant:b"}} {
+		require.NoError(t, a.QueryRow(clickhouse.Context(context.Background(), clickhouse.WithSettings(settings)),
+			"SELECT count() FROM "+samples+" WHERE TenantId = 'b'").Scan(&n))
+		require.Zero(t, n, "%v", settings)
+	}
 
 	b := f.as(t, "tenant_b")
 	require.Equal(t, []string{"b"}, tenantsOf(t, b, "SELECT TenantId FROM "+samples+" UNION ALL SELECT TenantId FROM "+stacks))
@@ -204,10 +210,11 @@ func TestTenantUserIsRefusedWritesAndWorkarounds(t *testing.T) {
 		{"RENAME TABLE " + samples + " TO " + db + ".y", chembed.CodeReadonly},
 		{"KILL QUERY WHERE 1", chembed.CodeReadonly},
 		{"SYSTEM FLUSH LOGS", chembed.CodeReadonly},
-		{"SET log_comment = 'flamehouse:all:x'", chembed.CodeReadonly},
+		{"SET chdb_client_name = 'flamehouse:all:x'", chembed.CodeReadonly},
 		{"USE system", chembed.CodeReadonly},
-		{"SELECT count() FROM " + samples + " SETTINGS log_comment = 'flamehouse:all:x'", chembed.CodeAccessDenied},
-		{"SELECT count() FROM " + samples + " SETTINGS `log_comment` = ''", chembed.CodeAccessDenied},
+		{"SELECT count() FROM " + samples + " SETTINGS chdb_client_name = 'flamehouse:all:x'", chembed.CodeAccessDenied},
+		{"SELECT count() FROM " + samples + " SETTINGS `chdb_client_name` = ''", chembed.CodeAccessDenied},
+		{"SELECT count() FROM (SELECT * FROM " + samples + " SETTINGS `CHDB_CLIENT_NAME` = '')", chembed.CodeAccessDenied},
 		{"SELECT count() FROM " + samples + " SETTINGS use_query_cache = 1", chembed.CodeAccessDenied},
 		{"SELECT * FROM system.parts", chembed.CodeAccessDenied},
 		{"SELECT * FROM system.processes", chembed.CodeAccessDenied},
