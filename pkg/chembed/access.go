@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -204,18 +205,20 @@ type users struct {
 	static   []User
 	filePath string
 
-	mu        sync.Mutex
-	fileMod   time.Time
-	fileSize  int64
-	fromFile  []User
-	loadError error
+	log *slog.Logger
+
+	mu       sync.Mutex
+	fileMod  time.Time
+	fileSize int64
+	fromFile []User
 }
 
-func newUsers(cfg Config) *users {
+func newUsers(cfg Config, log *slog.Logger) *users {
 	return &users{
 		admin:    User{Name: cfg.User, Password: cfg.Password, Role: RoleAdmin},
 		static:   cfg.Users,
 		filePath: cfg.UsersFile,
+		log:      log,
 	}
 }
 
@@ -238,8 +241,9 @@ func (u *users) lookup(name string) (User, bool) {
 }
 
 // current returns the users of the file, re-read when its modification
-// time or size changed (a stat per call). A file that fails to load
-// leaves the previous users in place; the error is kept for the log.
+// time or size changed (a stat per call). A version of the file that fails
+// to load leaves the previous users in place and is reported once, without
+// its contents (`flamehouse tenants list` shows the error in full).
 func (u *users) current() []User {
 	if u.filePath == "" {
 		return nil
@@ -251,13 +255,16 @@ func (u *users) current() []User {
 	case errors.Is(err, os.ErrNotExist):
 		u.fromFile, u.fileMod, u.fileSize = nil, time.Time{}, 0
 	case err != nil:
-		u.loadError = err
+		u.log.Warn("users file unreadable; keeping the users loaded before", "path", u.filePath, "error", err)
 	case !st.ModTime().Equal(u.fileMod) || st.Size() != u.fileSize:
+		u.fileMod, u.fileSize = st.ModTime(), st.Size()
 		f, err := ReadUsersFile(u.filePath)
-		u.loadError = err
-		if err == nil {
-			u.fromFile, u.fileMod, u.fileSize = f.Users, st.ModTime(), st.Size()
+		if err != nil {
+			u.log.Warn("users file does not load (run flamehouse tenants list for the error); keeping the users loaded before",
+				"path", u.filePath, "users_kept", len(u.fromFile))
+			break
 		}
+		u.fromFile = f.Users
 	}
 	return u.fromFile
 }

@@ -57,7 +57,7 @@ func NewServer(engine *Engine, cfg Config, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = engine.log
 	}
-	s := &Server{engine: engine, cfg: cfg, log: log, spool: newSpooler(cfg.DataDir, cfg.MaxSpoolBytes), users: newUsers(cfg)}
+	s := &Server{engine: engine, cfg: cfg, log: log, spool: newSpooler(cfg.DataDir, cfg.MaxSpoolBytes), users: newUsers(cfg, log)}
 	s.http = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,

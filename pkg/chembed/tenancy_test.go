@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -324,6 +326,22 @@ func TestTenantUsersAuthentication(t *testing.T) {
 		})
 		_ = c.Ping(ctx)
 	}
+	// A users file that stops parsing keeps the users loaded before, and
+	// is reported once, without its contents.
+	usersPath := filepath.Join(f.srv.Engine.Config().DataDir, chembed.DefaultUsersFile)
+	good, err := os.ReadFile(usersPath)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(usersPath, []byte("users: [ {name: x, password: hunter2-in-clear"), 0o600))
+	for range 3 {
+		c := f.srv.Open(t, func(o *clickhouse.Options) {
+			o.Addr = []string{ln.Addr().String()}
+			o.Auth = clickhouse.Auth{Username: "tenant_a", Password: tenancyPassword, Database: f.tables.Database}
+		})
+		require.NoError(t, c.Ping(ctx), "the users loaded before stay")
+	}
+	require.NoError(t, os.WriteFile(usersPath, good, 0o600))
+	require.Equal(t, 1, strings.Count(logs.String(), "users file does not load"), logs.String())
+	require.NotContains(t, logs.String(), "hunter2")
 	require.Contains(t, logs.String(), "request", "the front logged the requests")
 	require.NotContains(t, logs.String(), tenancyPassword)
 	require.NotContains(t, logs.String(), "wrong-password")
