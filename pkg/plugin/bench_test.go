@@ -200,21 +200,7 @@ func BenchmarkQueryRateScaling(b *testing.B) {
 			for _, fx := range []*fixture{f, double} { // warm both symbol caches
 				require.NoError(b, fx.query(b, q, bq.from, end).Error)
 			}
-			var base, doubled []time.Duration
-			for b.Loop() {
-				for i, fx := range []*fixture{f, double} {
-					t0 := time.Now()
-					r := fx.query(b, q, bq.from, end)
-					took := time.Since(t0)
-					require.NoError(b, r.Error)
-					require.Positive(b, r.Frames[0].Rows())
-					if i == 0 {
-						base = append(base, took)
-					} else {
-						doubled = append(doubled, took)
-					}
-				}
-			}
+			base, doubled := alternately(b, f, double, q, bq.from, end)
 			b.ReportMetric(p50Millis(base), "p50-ms")
 			b.ReportMetric(p50Millis(doubled), "p50-ms-2x")
 			b.ReportMetric(p50Millis(doubled)/p50Millis(base), "ratio")
@@ -233,14 +219,7 @@ func BenchmarkRowPolicy(b *testing.B) {
 	minutes := benchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
 	hours := benchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
 	srv := chtest.Get(b)
-	tables := schema.DefaultConfig()
-	tables.Database = srv.NewTenancyDatabase(b)
-	tables.Retention = schema.Retention{}
-	conn := srv.Open(b)
-	m, err := schema.NewMigrator(tables, conn)
-	require.NoError(b, err)
-	_, err = m.Migrate(context.Background())
-	require.NoError(b, err)
+	conn, tables := migratedTenancy(b)
 	f := newFixtureOn(b, conn, tables, nil)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	fillSamples(b, f, "", start, minutes, hours, 1)
@@ -266,26 +245,34 @@ func BenchmarkRowPolicy(b *testing.B) {
 			got := tenant.query(b, q, bq.from, end)
 			require.NoError(b, got.Error)
 			require.Equal(b, want.Frames[0].Rows(), got.Frames[0].Rows(), "the tenant user's answer is the admin's for its tenant")
-			var admin, policy []time.Duration
-			for b.Loop() {
-				for i, fx := range []*fixture{f, tenant} {
-					t0 := time.Now()
-					r := fx.query(b, q, bq.from, end)
-					took := time.Since(t0)
-					require.NoError(b, r.Error)
-					require.Positive(b, r.Frames[0].Rows())
-					if i == 0 {
-						admin = append(admin, took)
-					} else {
-						policy = append(policy, took)
-					}
-				}
-			}
+			admin, policy := alternately(b, f, tenant, q, bq.from, end)
 			b.ReportMetric(p50Millis(admin), "p50-ms")
 			b.ReportMetric(p50Millis(policy), "p50-ms-policy")
 			b.ReportMetric(p50Millis(policy)/p50Millis(admin), "ratio")
 		})
 	}
+}
+
+// alternately runs a query on two fixtures in turn every iteration, so
+// that the machine's load drifts over both alike, and returns each one's
+// durations.
+func alternately(b *testing.B, first, second *fixture, q map[string]any, from, to time.Time) (firstTook, secondTook []time.Duration) {
+	b.Helper()
+	for b.Loop() {
+		for i, fx := range []*fixture{first, second} {
+			t0 := time.Now()
+			r := fx.query(b, q, from, to)
+			took := time.Since(t0)
+			require.NoError(b, r.Error)
+			require.Positive(b, r.Frames[0].Rows())
+			if i == 0 {
+				firstTook = append(firstTook, took)
+			} else {
+				secondTook = append(secondTook, took)
+			}
+		}
+	}
+	return firstTook, secondTook
 }
 
 // p50Millis is the median of durations in milliseconds (d is sorted).

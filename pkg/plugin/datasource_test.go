@@ -55,10 +55,15 @@ func embeddedSettings(t testing.TB, database string) map[string]any {
 // migrated creates a database with the Flamehouse schema (no retention).
 func migrated(t testing.TB) (clickhouse.Conn, schema.Config) {
 	t.Helper()
-	srv := chtest.Get(t)
-	conn := srv.Open(t)
+	return migratedInto(t, chtest.Get(t).NewDatabase(t))
+}
+
+// migratedInto applies the Flamehouse schema (no retention) to a database.
+func migratedInto(t testing.TB, database string) (clickhouse.Conn, schema.Config) {
+	t.Helper()
+	conn := chtest.Get(t).Open(t)
 	cfg := schema.DefaultConfig()
-	cfg.Database = srv.NewDatabase(t)
+	cfg.Database = database
 	cfg.Retention = schema.Retention{}
 	m, err := schema.NewMigrator(cfg, conn)
 	require.NoError(t, err)

@@ -38,14 +38,7 @@ const tenancyPassword = "tenant-Passw0rd"
 // tenant a, whatever it asks for.
 func TestTenantUserDatasource(t *testing.T) {
 	srv := chtest.Get(t)
-	tables := schema.DefaultConfig()
-	tables.Database = srv.NewTenancyDatabase(t)
-	tables.Retention = schema.Retention{}
-	admin := srv.Open(t)
-	m, err := schema.NewMigrator(tables, admin)
-	require.NoError(t, err)
-	_, err = m.Migrate(context.Background())
-	require.NoError(t, err)
+	_, tables := migratedTenancy(t)
 	for _, u := range []chembed.User{
 		{Name: "tenant_a", Role: chembed.RoleTenant, Tenant: "a"},
 		{Name: "writer", Role: chembed.RoleWriter},
@@ -134,6 +127,13 @@ func TestTenantUserDatasource(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, backend.HealthStatusOk, res.Status, res.Message)
 	require.Contains(t, res.Message, "can write to the Flamehouse tables")
+}
+
+// migratedTenancy is migrated on one of the engine's databases with
+// tenant row policies (chtest.NewTenancyDatabase).
+func migratedTenancy(t testing.TB) (clickhouse.Conn, schema.Config) {
+	t.Helper()
+	return migratedInto(t, chtest.Get(t).NewTenancyDatabase(t))
 }
 
 // renameService sets every resource's service.name.
