@@ -354,6 +354,12 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 	f := newFixture(t, nil)
 	tables := f.ds.settings.schemaConfig()
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
+	if at.Minute() < 2 {
+		// Not an hour's first two minutes: the range would then hold a
+		// whole hour, read from the hourly rollup, whose "last seen" is
+		// the hour's start rather than the sample's minute.
+		at = at.Add(-2 * time.Minute)
+	}
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
 
 	exe, shared := placed{prog, pieBase, "prog"}, placed{lib, libBase, "libprobe.so"}
