@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"path/filepath"
 	"time"
 
 	"github.com/flamehouse/flamehouse/pkg/secret"
@@ -121,6 +122,14 @@ var (
 	errNegativeLimit      = errors.New("limits and timeouts must not be negative")
 	errQueueTimeoutNeeded = errors.New("queue timeout must be positive")
 )
+
+// UsersFilePath is UsersFile, or its default in the data directory.
+func (c *Config) UsersFilePath() string {
+	if c.UsersFile != "" || c.DataDir == "" {
+		return c.UsersFile
+	}
+	return filepath.Join(c.DataDir, DefaultUsersFile)
+}
 
 // Validate reports every problem of the config at once.
 func (c *Config) Validate() error {

@@ -149,9 +149,7 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = d.ShutdownTimeout
 	}
-	if c.UsersFile == "" && c.DataDir != "" {
-		c.UsersFile = filepath.Join(c.DataDir, DefaultUsersFile)
-	}
+	c.UsersFile = c.UsersFilePath()
 	setDefault(&c.MaxQueryBytes, d.MaxQueryBytes)
 	setDefault(&c.MaxBodyBytes, d.MaxBodyBytes)
 	setDefault(&c.MaxSpoolBytes, d.MaxSpoolBytes)

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,9 +46,7 @@ type Server struct {
 func NewServer(engine *Engine, cfg Config, log *slog.Logger) (*Server, error) {
 	cfg = cfg.withDefaults()
 	cfg.DataDir = engine.cfg.DataDir
-	if cfg.UsersFile == "" {
-		cfg.UsersFile = filepath.Join(cfg.DataDir, DefaultUsersFile)
-	}
+	cfg.UsersFile = cfg.UsersFilePath()
 	cfg.TenantTables = engine.cfg.TenantTables // the engine's row policies
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("embedded clickhouse server config: %w", err)

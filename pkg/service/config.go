@@ -135,21 +135,14 @@ func (c *Credentials) Validate() error {
 
 // password reads the password from where the credentials say.
 func (c *Credentials) password() (secret.String, error) {
-	switch {
-	case c.PasswordFile != "":
-		b, err := os.ReadFile(c.PasswordFile)
-		if err != nil {
-			return "", fmt.Errorf("password file of %s: %w", c.Username, err)
-		}
-		return secret.String(strings.TrimRight(string(b), "\r\n")), nil
-	case c.PasswordEnv != "":
-		v, ok := os.LookupEnv(c.PasswordEnv)
-		if !ok {
-			return "", fmt.Errorf("password of %s: environment variable %s is not set", c.Username, c.PasswordEnv)
-		}
-		return secret.String(v), nil
+	if c.PasswordFile == "" && c.PasswordEnv == "" {
+		return c.Password, nil
 	}
-	return c.Password, nil
+	p, err := readPassword(c.PasswordFile, c.PasswordEnv)
+	if err != nil {
+		return "", fmt.Errorf("password of %s: %w", c.Username, err)
+	}
+	return secret.String(p), nil
 }
 
 // SymbolsConfig is the symbols section.

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -145,24 +144,19 @@ func (s *Service) applyTenants(ctx context.Context) error {
 			"migrate as a user with access management (docs/security.md)", s.Migration.AccessControlSkipped)
 	}
 	for _, t := range s.cfg.Tenants {
-		u := schema.TenantUser{Name: t.User, Tenant: t.Tenant, Existing: t.Existing}
+		password := ""
 		if !t.Existing {
-			password, err := t.password()
-			if err != nil {
+			var err error
+			if password, err = t.password(); err != nil {
 				return fmt.Errorf("tenant user %s: %w", t.User, err)
 			}
-			salt := make([]byte, 16)
-			_, _ = rand.Read(salt)
-			u.PasswordSHA256Hex, u.SaltHex = schema.HashPassword(password, salt)
 		}
-		ddl, err := s.cfg.Schema.TenantUserDDL(u)
+		ddl, err := tenantUserDDL(s.cfg.Schema, t.User, t.Tenant, password, t.Existing)
+		if err == nil {
+			err = execAll(ctx, s.conn, ddl)
+		}
 		if err != nil {
 			return fmt.Errorf("tenant user %s: %w", t.User, err)
-		}
-		for i, q := range ddl {
-			if err := s.conn.Exec(ctx, q); err != nil {
-				return fmt.Errorf("tenant user %s, statement %d of %d: %w", t.User, i+1, len(ddl), err)
-			}
 		}
 	}
 	s.log.Info("tenant users applied", "count", len(s.cfg.Tenants))

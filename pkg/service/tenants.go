@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
@@ -111,12 +112,7 @@ func readPassword(file, env string) (string, error) {
 }
 
 // usersFile is the embedded engine's users file.
-func usersFile(cfg Config) string {
-	if cfg.Embedded.UsersFile != "" {
-		return cfg.Embedded.UsersFile
-	}
-	return filepath.Join(cfg.Embedded.DataDir, chembed.DefaultUsersFile)
-}
+func usersFile(cfg Config) string { return cfg.Embedded.UsersFilePath() }
 
 func addEmbeddedTenant(cfg Config, name, tenant, password string, stdout io.Writer) error {
 	path := usersFile(cfg)
@@ -179,30 +175,36 @@ func listEmbeddedTenants(cfg Config, stdout io.Writer) error {
 }
 
 // serverConn connects to the external server as the clickhouse user.
-func serverConn(ctx context.Context, cfg Config) (func(ctx context.Context, query string, args ...any) error, func(), error) {
+func serverConn(ctx context.Context, cfg Config) (clickhouse.Conn, error) {
 	conn, err := chclient.Open(cfg.ClickHouse)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := conn.Ping(ctx); err != nil {
 		_ = conn.Close()
-		return nil, nil, fmt.Errorf("connect to clickhouse at %s: %w", cfg.ClickHouse.Address, err)
+		return nil, fmt.Errorf("connect to clickhouse at %s: %w", cfg.ClickHouse.Address, err)
 	}
-	return conn.Exec, func() { _ = conn.Close() }, nil
+	return conn, nil
 }
 
 func addServerTenant(ctx context.Context, cfg Config, name, tenant, password string, existing bool, stdout io.Writer) error {
+	ddl, err := tenantUserDDL(cfg.Schema, name, tenant, password, existing)
+	if err != nil {
+		return err
+	}
+	return runDDL(ctx, cfg, ddl, stdout, fmt.Sprintf("tenant user %s reads tenant %q", name, tenant))
+}
+
+// tenantUserDDL is the DDL that creates or updates a tenant user, its
+// password salted and hashed here (an existing user keeps its own).
+func tenantUserDDL(tables schema.Config, name, tenant, password string, existing bool) ([]string, error) {
 	u := schema.TenantUser{Name: name, Tenant: tenant, Existing: existing}
 	if !existing {
 		salt := make([]byte, 16)
 		_, _ = rand.Read(salt)
 		u.PasswordSHA256Hex, u.SaltHex = schema.HashPassword(password, salt)
 	}
-	ddl, err := cfg.Schema.TenantUserDDL(u)
-	if err != nil {
-		return err
-	}
-	return runDDL(ctx, cfg, ddl, stdout, fmt.Sprintf("tenant user %s reads tenant %q", name, tenant))
+	return tables.TenantUserDDL(u)
 }
 
 func removeServerTenant(ctx context.Context, cfg Config, name string, keepUser bool, stdout io.Writer) error {
@@ -213,25 +215,33 @@ func removeServerTenant(ctx context.Context, cfg Config, name string, keepUser b
 	return runDDL(ctx, cfg, ddl, stdout, "removed tenant user "+name)
 }
 
-// runDDL runs statements in order. They hold password hashes, never
-// passwords, and are not printed.
+// runDDL runs statements in order as the clickhouse user.
 func runDDL(ctx context.Context, cfg Config, ddl []string, stdout io.Writer, done string) error {
-	exec, closeConn, err := serverConn(ctx, cfg)
+	conn, err := serverConn(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer closeConn()
-	for i, q := range ddl {
-		if err := exec(ctx, q); err != nil {
-			return fmt.Errorf("statement %d of %d: %w", i+1, len(ddl), err)
-		}
+	defer func() { _ = conn.Close() }()
+	if err := execAll(ctx, conn, ddl); err != nil {
+		return err
 	}
 	_, _ = fmt.Fprintln(stdout, done)
 	return nil
 }
 
+// execAll runs statements in order. They hold password hashes, never
+// passwords; a failure names the statement by its position, not its text.
+func execAll(ctx context.Context, conn clickhouse.Conn, ddl []string) error {
+	for i, q := range ddl {
+		if err := conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("statement %d of %d: %w", i+1, len(ddl), err)
+		}
+	}
+	return nil
+}
+
 func listServerTenants(ctx context.Context, cfg Config, stdout io.Writer) error {
-	conn, err := chclient.Open(cfg.ClickHouse)
+	conn, err := serverConn(ctx, cfg)
 	if err != nil {
 		return err
 	}
