@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/flamehouse/flamehouse/collector/flamehouseexporter/internal/pdatawire"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
 )
@@ -15,9 +16,11 @@ import (
 // BenchmarkPushCPU measures what a push costs the Collector's CPU before
 // the write, on the peer benchmark's dense request (one node's 5 s report:
 // 10 pods, 5,000 events, about 1 MiB): the OTLP receiver's decoding into
-// pdata, the exporter's encoding back to the wire (ProtoMarshaler), and
-// Flamehouse's decode, validation and conversion, which the ingest service
-// runs alone.
+// pdata; the exporter's filling of the ingest's decoded form from pdata
+// (pdatawire) or, where it must go the wire way, its encoding back to the
+// wire (ProtoMarshaler); and Flamehouse's validation and conversion,
+// from the wire (decode included: what the ingest service runs alone) and
+// from pdata (pdatawire included: what the exporter runs).
 func BenchmarkPushCPU(b *testing.B) {
 	g := profilegen.New(profilegen.DefaultConfig())
 	req := g.NodeReports(time.Now().Add(-time.Minute).Truncate(5*time.Second), 10)[0]
@@ -50,9 +53,27 @@ func BenchmarkPushCPU(b *testing.B) {
 				require.NoError(b, err)
 			}
 		}},
-		{"convert", func(b *testing.B) {
+		{"exporter-pdatawire", func(b *testing.B) {
+			pd, err := (&pprofile.ProtoUnmarshaler{}).UnmarshalProfiles(wire)
+			require.NoError(b, err)
+			for b.Loop() {
+				_, ok := pdatawire.Request(pd)
+				require.True(b, ok)
+			}
+		}},
+		{"convert-wire", func(b *testing.B) {
 			for b.Loop() {
 				_, err := convert.Protobuf(wire, convert.DefaultOptions(""))
+				require.NoError(b, err)
+			}
+		}},
+		{"convert-pdatawire", func(b *testing.B) {
+			pd, err := (&pprofile.ProtoUnmarshaler{}).UnmarshalProfiles(wire)
+			require.NoError(b, err)
+			for b.Loop() {
+				req, ok := pdatawire.Request(pd)
+				require.True(b, ok)
+				_, err := convert.Decoded(req, convert.DefaultOptions(""))
 				require.NoError(b, err)
 			}
 		}},

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.uber.org/zap"
 
+	"github.com/flamehouse/flamehouse/collector/flamehouseexporter/internal/pdatawire"
 	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/ingest/pipeline"
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
@@ -107,22 +108,31 @@ func (e *profilesExporter) shutdown(ctx context.Context) error {
 }
 
 // push writes one request and returns once its rows are committed. The
-// request goes through the pipeline in the wire form the ingest service
-// receives (pprofile's protobuf encoding). Errors: permanent for profiles
-// that fail validation (after the valid rest is written), for the whole
-// request when it cannot be stored at all, and for an encoding failure;
-// retryable for everything on ClickHouse's side.
+// request goes through the pipeline as the ingest service's would: filled
+// from pdata into the form the ingest decodes the wire into (pdatawire),
+// or, when pdata does not show everything the wire holds or a persistent
+// queue needs a token of the request's content, encoded with pprofile's
+// protobuf encoding and decoded as the ingest does. Errors: permanent for
+// profiles that fail validation (after the valid rest is written), for the
+// whole request when it cannot be stored at all, and for an encoding
+// failure; retryable for everything on ClickHouse's side.
 func (e *profilesExporter) push(ctx context.Context, pd pprofile.Profiles) error {
 	if e.pipeline == nil {
 		return errors.New("flamehouse exporter: not started")
 	}
-	payload, err := (&pprofile.ProtoMarshaler{}).MarshalProfiles(pd)
-	if err != nil {
-		return consumererror.NewPermanent(fmt.Errorf("encode profiles: %w", err))
+	req := pipeline.Request{Tenant: e.cfg.Tenant}
+	if !e.tokens {
+		req.Decoded, _ = pdatawire.Request(pd) // nil when it must go the wire way
 	}
-	req := pipeline.Request{Tenant: e.cfg.Tenant, Payload: payload}
-	if e.tokens {
-		req.DedupToken = contentToken(e.cfg.Tenant, payload)
+	if req.Decoded == nil {
+		payload, err := (&pprofile.ProtoMarshaler{}).MarshalProfiles(pd)
+		if err != nil {
+			return consumererror.NewPermanent(fmt.Errorf("encode profiles: %w", err))
+		}
+		req.Payload = payload
+		if e.tokens {
+			req.DedupToken = contentToken(e.cfg.Tenant, payload)
+		}
 	}
 	out, err := e.pipeline.Export(ctx, req)
 	var invalid *pipeline.InvalidError

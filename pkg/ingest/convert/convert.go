@@ -85,10 +85,14 @@ func Protobuf(payload []byte, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, &RequestError{Reason: ReasonMalformed, Message: "rejected the request: it is not a valid protobuf ExportProfilesServiceRequest: " + err.Error()}
 	}
-	return convertRequest(req, opts)
+	return Decoded(req, opts)
 }
 
-func convertRequest(req *otlpwire.Request, opts Options) (*Result, error) {
+// Decoded converts a request that is already decoded: by otlpwire.Decode
+// (Protobuf), or filled from the Collector's pdata by the Collector
+// exporter, which must give what Decode gives for the request's encoding.
+// The result's strings alias req's.
+func Decoded(req *otlpwire.Request, opts Options) (*Result, error) {
 	res, err := convertValid(req, opts)
 	var re *RequestError
 	if errors.As(err, &re) {

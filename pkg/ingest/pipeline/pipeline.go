@@ -16,6 +16,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
+	"github.com/flamehouse/flamehouse/pkg/ingest/otlpwire"
 )
 
 // Writer commits a batch's rows; *writer.Writer implements it.
@@ -73,6 +74,10 @@ type Request struct {
 	// Payload is the ExportProfilesServiceRequest's protobuf encoding. The
 	// rows alias it until Export returns; it must not change before.
 	Payload []byte
+	// Decoded, when set, is the request already decoded, and Payload is
+	// not used (the Collector exporter fills it from pdata; see
+	// convert.Decoded). The rows alias it until Export returns.
+	Decoded *otlpwire.Request
 	// DedupToken, when set, makes the request's samples an insert of their
 	// own under this deduplication token (model.Batch.DedupToken).
 	DedupToken string
@@ -130,7 +135,13 @@ func (e *WriteError) Unwrap() error { return e.Err }
 func (p *Pipeline) Export(ctx context.Context, req Request) (*Outcome, error) {
 	opts := convert.DefaultOptions(req.Tenant)
 	opts.CPUSamplesAsTime = p.opts.CPUSamplesAsTime
-	res, err := convert.Protobuf(req.Payload, opts)
+	var res *convert.Result
+	var err error
+	if req.Decoded != nil {
+		res, err = convert.Decoded(req.Decoded, opts)
+	} else {
+		res, err = convert.Protobuf(req.Payload, opts)
+	}
 	if err != nil {
 		var re *convert.RequestError
 		if errors.As(err, &re) {
