@@ -107,6 +107,11 @@ type WriterConfig struct {
 	// MinBatchSamples starts an insert before flush_interval when none is
 	// under way and this many sample rows wait. Default 20000.
 	MinBatchSamples int `mapstructure:"min_batch_samples"`
+	// QuietInterval starts an insert when none is under way, no push has
+	// come for this long and at least min_batch_samples/4 rows wait (the
+	// exporter's queue consumers wait for their pushes). Default 50ms; 0
+	// turns it off.
+	QuietInterval time.Duration `mapstructure:"quiet_interval"`
 	// MaxConcurrentWrites bounds the inserts under way at once. Default 2.
 	MaxConcurrentWrites int `mapstructure:"max_concurrent_writes"`
 	// MaxQueuedSamples bounds the sample rows waiting to be written; beyond
@@ -148,7 +153,7 @@ func createDefaultConfig() *Config {
 		MaxOpenConns:     ch.MaxOpenConns,
 		Writer: WriterConfig{
 			FlushInterval: w.FlushInterval, MaxBatchSamples: w.MaxBatchSamples, MinBatchSamples: w.MinBatchSamples,
-			MaxConcurrentWrites: w.MaxConcurrentWrites, MaxQueuedSamples: w.MaxQueuedSamples,
+			QuietInterval: w.QuietInterval, MaxConcurrentWrites: w.MaxConcurrentWrites, MaxQueuedSamples: w.MaxQueuedSamples,
 			RetryInitial: w.RetryInitial, RetryMax: w.RetryMax, SymbolCacheSize: w.SymbolCacheSize,
 		},
 	}
@@ -248,7 +253,7 @@ func (cfg *Config) writer() writer.Config {
 	w := cfg.Writer
 	return writer.Config{
 		FlushInterval: w.FlushInterval, MaxBatchSamples: w.MaxBatchSamples, MinBatchSamples: w.MinBatchSamples,
-		MaxConcurrentWrites: w.MaxConcurrentWrites, MaxQueuedSamples: w.MaxQueuedSamples,
+		QuietInterval: w.QuietInterval, MaxConcurrentWrites: w.MaxConcurrentWrites, MaxQueuedSamples: w.MaxQueuedSamples,
 		RetryInitial: w.RetryInitial, RetryMax: w.RetryMax, SymbolCacheSize: w.SymbolCacheSize,
 	}
 }

@@ -56,7 +56,7 @@ func TestLoadConfig(t *testing.T) {
 		InsecureSkipVerify: true,
 	}
 	full.Writer = WriterConfig{
-		FlushInterval: 200 * time.Millisecond, MaxBatchSamples: 50_000, MinBatchSamples: 10_000, MaxConcurrentWrites: 3,
+		FlushInterval: 200 * time.Millisecond, MaxBatchSamples: 50_000, MinBatchSamples: 10_000, QuietInterval: 20 * time.Millisecond, MaxConcurrentWrites: 3,
 		MaxQueuedSamples: 500_000, RetryInitial: 50 * time.Millisecond, RetryMax: 2 * time.Second, SymbolCacheSize: 100_000,
 	}
 	full.TimeoutSettings = exporterhelper.TimeoutConfig{Timeout: 10 * time.Second}

@@ -31,6 +31,7 @@ import (
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/pkg/ingest"
+	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
 
@@ -356,6 +357,7 @@ func newOursSide(b *testing.B) *peerSide {
 	conn, tables := migrated(b)
 	cfg := ingest.DefaultConfig()
 	cfg.Receiver.GRPCListenAddress, cfg.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Writer.MinBatchSamples = peerMinBatchSamples(b)
 	in, err := ingest.New(cfg, tables, conn, chtest.Get(b).NativeInserter(b), slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	require.NoError(b, err)
 	require.NoError(b, services.StartAndAwaitRunning(context.Background(), in))
@@ -366,6 +368,14 @@ func newOursSide(b *testing.B) *peerSide {
 		name: "flamehouse", addr: in.GRPCAddress(), db: tables.Database, conn: conn,
 		f: &fixture{ds: instance(b, settings, nil), ingest: in},
 	}
+}
+
+// peerMinBatchSamples is both Flamehouse paths' writer min_batch_samples:
+// FLAMEHOUSE_PEER_MIN_BATCH_SAMPLES, by default the writer's default.
+// With 32 sparse requests in flight (19,200 rows) below it, both write one
+// batch per flush interval; the variable shows what a lower value buys.
+func peerMinBatchSamples(b *testing.B) int {
+	return benchEnv(b, "FLAMEHOUSE_PEER_MIN_BATCH_SAMPLES", writer.DefaultConfig().MinBatchSamples)
 }
 
 // newCollectorSide is the Flamehouse Collector distribution with the
@@ -381,7 +391,7 @@ func newCollectorSide(b *testing.B) *peerSide {
 	db := srv.NewDatabase(b)
 	exp := otelcoltest.FlamehouseExporter(srv, db)
 	exp["timeout"] = peerExporterTimeout.String()
-	exp["writer"] = map[string]any{"flush_interval": "500ms"}
+	exp["writer"] = map[string]any{"flush_interval": "500ms", "min_batch_samples": peerMinBatchSamples(b)}
 	exp["retention"] = map[string]any{"samples": "0s", "minute": "0s", "hour": "0s"}
 	col := otelcoltest.Start(b, bin, otelcoltest.Config{
 		Exporters: map[string]any{"flamehouse": exp},

@@ -49,6 +49,13 @@ type Config struct {
 	// 20,000 (below it, at most one insert per FlushInterval); above
 	// MaxBatchSamples it counts as MaxBatchSamples.
 	MinBatchSamples int `yaml:"min_batch_samples"`
+	// QuietInterval starts a write when none is under way, no request has
+	// come for this long and at least MinBatchSamples/4 rows wait. Senders
+	// that wait for their acknowledgement before sending again (a
+	// Collector's exporter, a load test) have then sent all they will send
+	// until this batch is written; waiting for FlushInterval would only
+	// idle them. Default 50ms; 0 turns it off.
+	QuietInterval time.Duration `yaml:"quiet_interval"`
 	// MaxConcurrentWrites bounds the writes (inserts with their retries)
 	// under way at once. Default 2.
 	MaxConcurrentWrites int `yaml:"max_concurrent_writes"`
@@ -66,7 +73,7 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		FlushInterval: 500 * time.Millisecond, MaxBatchSamples: 100_000, MinBatchSamples: 20_000, MaxConcurrentWrites: 2,
+		FlushInterval: 500 * time.Millisecond, MaxBatchSamples: 100_000, MinBatchSamples: 20_000, QuietInterval: 50 * time.Millisecond, MaxConcurrentWrites: 2,
 		MaxQueuedSamples: 2_000_000, RetryInitial: 100 * time.Millisecond, RetryMax: 5 * time.Second, SymbolCacheSize: 2_000_000,
 	}
 }
@@ -76,6 +83,7 @@ func (c *Config) RegisterFlags(f *flag.FlagSet, prefix string) {
 	f.DurationVar(&c.FlushInterval, prefix+"flush-interval", c.FlushInterval, "longest wait before a request's rows are written")
 	f.IntVar(&c.MaxBatchSamples, prefix+"max-batch-samples", c.MaxBatchSamples, "sample rows that start a write")
 	f.IntVar(&c.MinBatchSamples, prefix+"min-batch-samples", c.MinBatchSamples, "sample rows that start a write before the flush interval when none is under way")
+	f.DurationVar(&c.QuietInterval, prefix+"quiet-interval", c.QuietInterval, "time without a new request after which an idle writer writes a batch of at least min-batch-samples/4 rows (0: off)")
 	f.IntVar(&c.MaxConcurrentWrites, prefix+"max-concurrent-writes", c.MaxConcurrentWrites, "writes under way at once")
 	f.IntVar(&c.MaxQueuedSamples, prefix+"max-queued-samples", c.MaxQueuedSamples, "sample rows waiting to be written before requests are refused")
 }
@@ -91,6 +99,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MinBatchSamples <= 0 {
 		err = errors.Join(err, errors.New("min_batch_samples must be positive"))
+	}
+	if c.QuietInterval < 0 {
+		err = errors.Join(err, errors.New("quiet_interval must not be negative"))
 	}
 	if c.MaxConcurrentWrites <= 0 {
 		err = errors.Join(err, errors.New("max_concurrent_writes must be positive"))
@@ -306,20 +317,28 @@ func (w *Writer) Close(ctx context.Context) error {
 // loop combines pending requests into batches and starts their writes.
 // A batch is written when it holds MaxBatchSamples rows, when its oldest
 // request has waited FlushInterval, or, when no write is under way, as
-// soon as it holds MinBatchSamples rows; at most MaxConcurrentWrites run at
-// once, and requests keep filling the next batch meanwhile. Senders that
-// wait for their acknowledgement before sending again thus meet a writer
-// that inserts back to back when busy, not one FlushInterval wave per
-// round trip. On Close, what is queued is written and the loop returns
-// once every write has answered.
+// soon as it holds MinBatchSamples rows or, after QuietInterval without a
+// new request, MinBatchSamples/4; at most MaxConcurrentWrites run at once,
+// and requests keep filling the next batch meanwhile. Senders that wait
+// for their acknowledgement before sending again thus meet a writer that
+// inserts back to back when busy, not one FlushInterval wave per round
+// trip. On Close, what is queued is written and the loop returns once
+// every write has answered.
 func (w *Writer) loop() {
 	defer close(w.stopped)
-	ticker := time.NewTicker(max(w.cfg.FlushInterval/4, 10*time.Millisecond))
+	tick := w.cfg.FlushInterval / 4
+	if w.cfg.QuietInterval > 0 {
+		tick = min(tick, w.cfg.QuietInterval/2)
+	}
+	ticker := time.NewTicker(max(tick, 5*time.Millisecond))
 	defer ticker.Stop()
 	done := make(chan struct{}, w.cfg.MaxConcurrentWrites)
 	inFlight := 0
 	var batch []*pending
 	rows := 0
+	var lastAdded time.Time // when the newest request came
+	minRows := min(w.cfg.MinBatchSamples, w.cfg.MaxBatchSamples)
+	quietRows := max(minRows/4, 1)
 	// start writes the oldest requests, up to MaxBatchSamples rows (at
 	// least one request); the rest stay for the next write. The loop keeps
 	// reading requests whatever the writes do, so that a sender's Write
@@ -342,8 +361,14 @@ func (w *Writer) loop() {
 		if len(batch) == 0 || inFlight >= w.cfg.MaxConcurrentWrites {
 			return false
 		}
-		return rows >= w.cfg.MaxBatchSamples || (inFlight == 0 && rows >= min(w.cfg.MinBatchSamples, w.cfg.MaxBatchSamples)) ||
-			w.now().Sub(batch[0].added) >= w.cfg.FlushInterval
+		now := w.now()
+		if rows >= w.cfg.MaxBatchSamples || now.Sub(batch[0].added) >= w.cfg.FlushInterval {
+			return true
+		}
+		if inFlight > 0 {
+			return false
+		}
+		return rows >= minRows || (w.cfg.QuietInterval > 0 && rows >= quietRows && now.Sub(lastAdded) >= w.cfg.QuietInterval)
 	}
 	in := w.in
 	for in != nil || inFlight > 0 || len(batch) > 0 {
@@ -355,6 +380,7 @@ func (w *Writer) loop() {
 			}
 			batch = append(batch, p)
 			rows += len(p.batch.Samples)
+			lastAdded = p.added
 		case <-ticker.C:
 		case <-done:
 			inFlight--

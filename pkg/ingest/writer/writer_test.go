@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"golang.org/x/sync/errgroup"
 	"io"
 	"log/slog"
 	"net"
@@ -366,7 +367,9 @@ func TestWriteStartsAtMinBatchWhenIdle(t *testing.T) {
 	big, want := report(t, 22, 200)
 	require.Greater(t, len(big.Samples), 4*len(small.Samples))
 	w := newWriter(t, conn, nativeOf(t, srv), tables, func(c *Config) {
-		c.FlushInterval, c.MinBatchSamples = time.Hour, len(small.Samples)+1
+		// quiet_interval off: the small request alone is more than a
+		// quarter of min_batch_samples (TestWriteStartsWhenQuiet).
+		c.FlushInterval, c.MinBatchSamples, c.QuietInterval = time.Hour, len(small.Samples)+1, 0
 	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -380,6 +383,43 @@ func TestWriteStartsAtMinBatchWhenIdle(t *testing.T) {
 	// The small request's rows went with the big one's (its sender gave
 	// up, but they were queued): both are stored.
 	require.Contains(t, []int64{want, want + smallTotal}, got)
+}
+
+// TestWriteStartsWhenQuiet: senders that wait for their acknowledgement
+// stop sending; once no request has come for quiet_interval, an idle
+// writer writes what waits if it holds a quarter of min_batch_samples,
+// rather than after the flush interval (an hour here). Fewer rows wait for
+// the interval.
+func TestWriteStartsWhenQuiet(t *testing.T) {
+	srv := chtest.Get(t)
+	conn := srv.Open(t)
+	tables := migrated(t, conn)
+	a, totalA := report(t, 31, 40)
+	b, totalB := report(t, 32, 40)
+	tiny, tinyTotal := report(t, 33, 1)
+	rows := len(a.Samples) + len(b.Samples)
+	require.Less(t, 4*len(tiny.Samples), rows)
+	w := newWriter(t, conn, nativeOf(t, srv), tables, func(c *Config) {
+		// Both requests together hold a quarter of min_batch_samples, the
+		// tiny one alone less; neither reaches min_batch_samples.
+		c.FlushInterval, c.MinBatchSamples, c.QuietInterval = time.Hour, 4*rows, 100*time.Millisecond
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	require.ErrorIs(t, w.Write(ctx, tiny), context.DeadlineExceeded, "below a quarter of min_batch_samples the rows wait for the interval")
+
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var g errgroup.Group
+	for _, batch := range []*model.Batch{a, b} {
+		g.Go(func() error { return w.Write(ctx, batch) })
+	}
+	require.NoError(t, g.Wait(), "written once quiet, not after the hour")
+	got, _ := sum(t, conn, tables)
+	// The tiny request's rows went with them (its sender gave up, but they
+	// were queued).
+	require.Contains(t, []int64{totalA + totalB, totalA + totalB + tinyTotal}, got)
 }
 
 // TestConcurrentWritesDrainOnClose: many requests over at most two writes
