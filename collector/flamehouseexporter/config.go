@@ -109,7 +109,7 @@ type WriterConfig struct {
 	MinBatchSamples int `mapstructure:"min_batch_samples"`
 	// QuietInterval starts an insert when none is under way, no push has
 	// come for this long and at least min_batch_samples/4 rows wait (the
-	// exporter's queue consumers wait for their pushes). Default 50ms; 0
+	// exporter's queue consumers wait for their pushes). Default 20ms; 0
 	// turns it off.
 	QuietInterval time.Duration `mapstructure:"quiet_interval"`
 	// MaxConcurrentWrites bounds the inserts under way at once. Default 2.

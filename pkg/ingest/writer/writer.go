@@ -54,7 +54,9 @@ type Config struct {
 	// that wait for their acknowledgement before sending again (a
 	// Collector's exporter, a load test) have then sent all they will send
 	// until this batch is written; waiting for FlushInterval would only
-	// idle them. Default 50ms; 0 turns it off.
+	// idle them. It trades larger inserts for latency: requests of a
+	// quarter of MinBatchSamples rows or more that come further apart than
+	// QuietInterval are each inserted alone. Default 20ms; 0 turns it off.
 	QuietInterval time.Duration `yaml:"quiet_interval"`
 	// MaxConcurrentWrites bounds the writes (inserts with their retries)
 	// under way at once. Default 2.
@@ -73,7 +75,7 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		FlushInterval: 500 * time.Millisecond, MaxBatchSamples: 100_000, MinBatchSamples: 20_000, QuietInterval: 50 * time.Millisecond, MaxConcurrentWrites: 2,
+		FlushInterval: 500 * time.Millisecond, MaxBatchSamples: 100_000, MinBatchSamples: 20_000, QuietInterval: 20 * time.Millisecond, MaxConcurrentWrites: 2,
 		MaxQueuedSamples: 2_000_000, RetryInitial: 100 * time.Millisecond, RetryMax: 5 * time.Second, SymbolCacheSize: 2_000_000,
 	}
 }
