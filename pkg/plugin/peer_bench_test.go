@@ -372,8 +372,8 @@ func newOursSide(b *testing.B) *peerSide {
 
 // peerMinBatchSamples is both Flamehouse paths' writer min_batch_samples:
 // FLAMEHOUSE_PEER_MIN_BATCH_SAMPLES, by default the writer's default.
-// With 32 sparse requests in flight (19,200 rows) below it, both write one
-// batch per flush interval; the variable shows what a lower value buys.
+// The 32 sparse requests in flight hold 19,200 rows, below the default:
+// the writers then start when the senders go quiet (quiet_interval).
 func peerMinBatchSamples(b *testing.B) int {
 	return benchEnv(b, "FLAMEHOUSE_PEER_MIN_BATCH_SAMPLES", writer.DefaultConfig().MinBatchSamples)
 }
