@@ -145,7 +145,8 @@ const (
 )
 
 // clusterReports marshals the node reports of n intervals (generated once
-// per process: the benchmark function runs more than once).
+// per process: the benchmark function runs more than once), kept outside
+// the Go heap (offHeap).
 func clusterReports(b *testing.B, n int) (bodies [][]byte, eventsPerReport, bytesPerReport int) {
 	b.Helper()
 	reportsMu.Lock()
@@ -165,6 +166,8 @@ func clusterReports(b *testing.B, n int) (bodies [][]byte, eventsPerReport, byte
 			total += len(body)
 		}
 	}
+	bodies, err := offHeap(bodies)
+	require.NoError(b, err)
 	reportsCache[n] = cachedReports{bodies, g.Events() / clusterNodes, total / len(bodies)}
 	return bodies, g.Events() / clusterNodes, total / len(bodies)
 }
@@ -183,8 +186,9 @@ var (
 // OTLP/gRPC into the embedded engine on the same machine; a request is
 // acknowledged only once its rows are committed, so an acknowledgement
 // means queryable. The senders share the machine but send pre-marshaled
-// bytes. Each node's stacks, frames and series are sent once before timing
-// (they are written once a day; the steady state writes samples).
+// bytes, kept outside the Go heap. Every report is sent once before
+// timing, so that its stacks, frames and series are written (they are
+// written once a day; the steady state writes samples).
 //
 //   - throughput: one sender per node (100; FLAMEHOUSE_E2E_SENDERS sets
 //     fewer or more), each sending its next report once the last one is
@@ -207,7 +211,7 @@ func benchThroughput(b *testing.B) {
 	env := newEnvWith(b, DefaultConfig(), writer.DefaultConfig()) // production defaults
 	bodies, events, payload := clusterReports(b, 4)
 	s := newSender(b, env.r.GRPCAddress())
-	warmUp(b, s, bodies[:clusterNodes])
+	warmUp(b, s, bodies) // every report the loop sends: its symbols are written before timing
 	var lat latencies
 	heap := startHeapPeak()
 	b.ResetTimer()
