@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
@@ -44,6 +45,12 @@ type Options struct {
 	CPUSamplesAsTime bool
 	// MaxMessageBytes bounds the rejection summary. Default 4096.
 	MaxMessageBytes int
+	// MaxConcurrentConversions bounds the requests decoded and converted
+	// at once; the others wait, holding only their payload. Conversion is
+	// CPU work, so more at once than there are CPUs is not faster, while
+	// each holds several times its payload in temporaries until it ends.
+	// Default GOMAXPROCS.
+	MaxConcurrentConversions int
 }
 
 // DefaultMaxMessageBytes bounds rejection summaries by default.
@@ -54,6 +61,8 @@ type Pipeline struct {
 	w    Writer
 	opts Options
 	rec  Recorder
+	// slots holds a token per conversion under way.
+	slots chan struct{}
 }
 
 // New returns a pipeline writing through w. rec may be nil.
@@ -61,10 +70,13 @@ func New(w Writer, opts Options, rec Recorder) *Pipeline {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if opts.MaxConcurrentConversions <= 0 {
+		opts.MaxConcurrentConversions = runtime.GOMAXPROCS(0)
+	}
 	if rec == nil {
 		rec = nopRecorder{}
 	}
-	return &Pipeline{w: w, opts: opts, rec: rec}
+	return &Pipeline{w: w, opts: opts, rec: rec, slots: make(chan struct{}, opts.MaxConcurrentConversions)}
 }
 
 // Request is one export request.
@@ -129,18 +141,18 @@ func (e *WriteError) Unwrap() error { return e.Err }
 
 // Export decodes, validates and converts one request and writes the rows
 // of its valid profiles, returning once they are committed. The outcome
-// is returned with every error (its counts say what was decoded). Errors:
-// *InvalidError (nothing written, do not retry), Admit's error, or
-// *WriteError (nothing acknowledged, retry).
+// is returned with every error (its counts say what was decoded). At most
+// Options.MaxConcurrentConversions requests convert at once; the others
+// wait. Errors: *InvalidError (nothing written, do not retry), Admit's
+// error, or *WriteError (nothing acknowledged, retry: the rows were not
+// committed, or the context ended while the request waited to convert).
 func (p *Pipeline) Export(ctx context.Context, req Request) (*Outcome, error) {
 	opts := convert.DefaultOptions(req.Tenant)
 	opts.CPUSamplesAsTime = p.opts.CPUSamplesAsTime
-	var res *convert.Result
-	var err error
-	if req.Decoded != nil {
-		res, err = convert.Decoded(req.Decoded, opts)
-	} else {
-		res, err = convert.Protobuf(req.Payload, opts)
+	res, err := p.convert(ctx, req, opts)
+	var werr *WriteError
+	if errors.As(err, &werr) {
+		return &Outcome{}, err
 	}
 	if err != nil {
 		var re *convert.RequestError
@@ -172,6 +184,22 @@ func (p *Pipeline) Export(ctx context.Context, req Request) (*Outcome, error) {
 	}
 	p.rec.Written(req.Tenant, out.Rows, out.Events)
 	return out, nil
+}
+
+// convert decodes and converts a request once a conversion slot is free.
+// A request whose context ends while it waits gets a *WriteError: nothing
+// was written, and it may be sent again.
+func (p *Pipeline) convert(ctx context.Context, req Request, opts convert.Options) (*convert.Result, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, &WriteError{Err: ctx.Err()}
+	}
+	defer func() { <-p.slots }()
+	if req.Decoded != nil {
+		return convert.Decoded(req.Decoded, opts)
+	}
+	return convert.Protobuf(req.Payload, opts)
 }
 
 // RejectedError reports the profiles an exported request dropped, for

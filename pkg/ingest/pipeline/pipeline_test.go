@@ -195,3 +195,36 @@ func TestExportSameRowsForSameBytes(t *testing.T) {
 		require.Equal(t, [4]any{a.Timestamp, a.StackID, a.Value, a.Meta.Series.ID}, [4]any{b.Timestamp, b.StackID, b.Value, b.Meta.Series.ID})
 	}
 }
+
+// TestExportWaitsForAConversionSlot: with every conversion slot taken, a
+// request waits; one whose context ends meanwhile gets a WriteError (send
+// again) and writes nothing, and once a slot is free requests convert.
+func TestExportWaitsForAConversionSlot(t *testing.T) {
+	w := &fakeWriter{}
+	p := New(w, Options{MaxConcurrentConversions: 1}, nil)
+	p.slots <- struct{}{} // a conversion under way
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := p.Export(ctx, Request{Payload: request(t)})
+	var werr *WriteError
+	require.ErrorAs(t, err, &werr)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Empty(t, w.batches)
+
+	payload := request(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Export(context.Background(), Request{Payload: payload})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("converted while the only slot was taken: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	<-p.slots // the conversion under way ends
+	require.NoError(t, <-done)
+	require.Len(t, w.batches, 1)
+	require.Empty(t, p.slots, "the slot is given back")
+}
