@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 
 	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
@@ -45,11 +44,11 @@ type Options struct {
 	CPUSamplesAsTime bool
 	// MaxMessageBytes bounds the rejection summary. Default 4096.
 	MaxMessageBytes int
-	// MaxConcurrentConversions bounds the requests decoded and converted
-	// at once; the others wait, holding only their payload. Conversion is
-	// CPU work, so more at once than there are CPUs is not faster, while
-	// each holds several times its payload in temporaries until it ends.
-	// Default GOMAXPROCS.
+	// MaxConcurrentConversions, when positive, bounds the requests decoded
+	// and converted at once; the others wait, holding only their payload.
+	// Conversion is CPU work, so more at once than there are CPUs is not
+	// faster, while each holds several times its payload in temporaries
+	// until it ends. 0 (the default) does not bound them.
 	MaxConcurrentConversions int
 }
 
@@ -61,7 +60,7 @@ type Pipeline struct {
 	w    Writer
 	opts Options
 	rec  Recorder
-	// slots holds a token per conversion under way.
+	// slots holds a token per conversion under way (nil: not bounded).
 	slots chan struct{}
 }
 
@@ -70,13 +69,14 @@ func New(w Writer, opts Options, rec Recorder) *Pipeline {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
-	if opts.MaxConcurrentConversions <= 0 {
-		opts.MaxConcurrentConversions = runtime.GOMAXPROCS(0)
-	}
 	if rec == nil {
 		rec = nopRecorder{}
 	}
-	return &Pipeline{w: w, opts: opts, rec: rec, slots: make(chan struct{}, opts.MaxConcurrentConversions)}
+	p := &Pipeline{w: w, opts: opts, rec: rec}
+	if opts.MaxConcurrentConversions > 0 {
+		p.slots = make(chan struct{}, opts.MaxConcurrentConversions)
+	}
+	return p
 }
 
 // Request is one export request.
@@ -141,9 +141,9 @@ func (e *WriteError) Unwrap() error { return e.Err }
 
 // Export decodes, validates and converts one request and writes the rows
 // of its valid profiles, returning once they are committed. The outcome
-// is returned with every error (its counts say what was decoded). At most
-// Options.MaxConcurrentConversions requests convert at once; the others
-// wait. Errors: *InvalidError (nothing written, do not retry), Admit's
+// is returned with every error (its counts say what was decoded). When
+// Options.MaxConcurrentConversions is set, at most that many requests
+// convert at once; the others wait. Errors: *InvalidError (nothing written, do not retry), Admit's
 // error, or *WriteError (nothing acknowledged, retry: the rows were not
 // committed, or the context ended while the request waited to convert).
 func (p *Pipeline) Export(ctx context.Context, req Request) (*Outcome, error) {
@@ -190,12 +190,14 @@ func (p *Pipeline) Export(ctx context.Context, req Request) (*Outcome, error) {
 // A request whose context ends while it waits gets a *WriteError: nothing
 // was written, and it may be sent again.
 func (p *Pipeline) convert(ctx context.Context, req Request, opts convert.Options) (*convert.Result, error) {
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, &WriteError{Err: ctx.Err()}
+	if p.slots != nil {
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, &WriteError{Err: ctx.Err()}
+		}
+		defer func() { <-p.slots }()
 	}
-	defer func() { <-p.slots }()
 	if req.Decoded != nil {
 		return convert.Decoded(req.Decoded, opts)
 	}

@@ -191,7 +191,8 @@ var (
 // written once a day; the steady state writes samples).
 //
 //   - throughput: one sender per node (100; FLAMEHOUSE_E2E_SENDERS sets
-//     fewer or more), each sending its next report once the last one is
+//     fewer or more; FLAMEHOUSE_E2E_CONVERSIONS sets the receiver's
+//     max_concurrent_conversions), each sending its next report once the last one is
 //     acknowledged; one b.N is one 5 s interval of all 100 nodes.
 //     Sustained samples/s, acknowledgement latency and memory per request.
 //   - latency: the real pace, one node report every 50 ms;
@@ -208,7 +209,13 @@ func benchThroughput(b *testing.B) {
 		require.NoError(b, err, "FLAMEHOUSE_E2E_SENDERS")
 		senders = n
 	}
-	env := newEnvWith(b, DefaultConfig(), writer.DefaultConfig()) // production defaults
+	cfg := DefaultConfig() // production defaults, but for FLAMEHOUSE_E2E_CONVERSIONS
+	if v := os.Getenv("FLAMEHOUSE_E2E_CONVERSIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(b, err, "FLAMEHOUSE_E2E_CONVERSIONS")
+		cfg.MaxConcurrentConversions = n
+	}
+	env := newEnvWith(b, cfg, writer.DefaultConfig())
 	bodies, events, payload := clusterReports(b, 4)
 	s := newSender(b, env.r.GRPCAddress())
 	warmUp(b, s, bodies) // every report the loop sends: its symbols are written before timing

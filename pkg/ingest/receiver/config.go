@@ -42,6 +42,10 @@ type Config struct {
 	// CPUSamplesAsTime stores samples/count CPU profiles as CPU time
 	// (count × period, process_cpu:cpu:nanoseconds:cpu:nanoseconds). Default true.
 	CPUSamplesAsTime bool `yaml:"cpu_samples_as_time"`
+	// MaxConcurrentConversions, when positive, bounds the requests decoded
+	// and converted at once (the number of CPUs is a good value); the
+	// others wait holding their payload. Default 0: not bounded.
+	MaxConcurrentConversions int `yaml:"max_concurrent_conversions"`
 	// ShutdownTimeout bounds the drain of in-flight requests. Default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 }
@@ -119,11 +123,15 @@ func (c *Config) RegisterFlags(f *flag.FlagSet, prefix string) {
 	f.BoolVar(&c.Auth.Enabled, prefix+"auth.enabled", c.Auth.Enabled, "require credentials (configured in the YAML file)")
 	f.Float64Var(&c.Limits.SamplesPerSecond, prefix+"limits.samples-per-second", c.Limits.SamplesPerSecond, "events per second per tenant (0: unlimited)")
 	f.BoolVar(&c.CPUSamplesAsTime, prefix+"cpu-samples-as-time", c.CPUSamplesAsTime, "store CPU sample counts as CPU time (count × period)")
+	f.IntVar(&c.MaxConcurrentConversions, prefix+"max-concurrent-conversions", c.MaxConcurrentConversions, "requests decoded and converted at once (0: not bounded)")
 }
 
 // Validate reports every problem at once.
 func (c *Config) Validate() error {
 	var err error
+	if c.MaxConcurrentConversions < 0 {
+		err = errors.Join(err, errors.New("max_concurrent_conversions must not be negative"))
+	}
 	for name, addr := range map[string]string{"grpc_listen_address": c.GRPCListenAddress, "http_listen_address": c.HTTPListenAddress} {
 		if _, _, e := net.SplitHostPort(addr); e != nil {
 			err = errors.Join(err, fmt.Errorf("%s %q: %w", name, addr, e))
