@@ -143,9 +143,10 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // of its valid profiles, returning once they are committed. The outcome
 // is returned with every error (its counts say what was decoded). When
 // Options.MaxConcurrentConversions is set, at most that many requests
-// convert at once; the others wait. Errors: *InvalidError (nothing written, do not retry), Admit's
-// error, or *WriteError (nothing acknowledged, retry: the rows were not
-// committed, or the context ended while the request waited to convert).
+// convert at once; the others wait. Errors: *InvalidError (nothing
+// written, do not retry), Admit's error, or *WriteError (nothing
+// acknowledged, retry: the rows were not committed, or the context ended
+// while the request waited to convert).
 func (p *Pipeline) Export(ctx context.Context, req Request) (*Outcome, error) {
 	opts := convert.DefaultOptions(req.Tenant)
 	opts.CPUSamplesAsTime = p.opts.CPUSamplesAsTime

@@ -192,8 +192,9 @@ var (
 //
 //   - throughput: one sender per node (100; FLAMEHOUSE_E2E_SENDERS sets
 //     fewer or more; FLAMEHOUSE_E2E_CONVERSIONS sets the receiver's
-//     max_concurrent_conversions), each sending its next report once the last one is
-//     acknowledged; one b.N is one 5 s interval of all 100 nodes.
+//     max_concurrent_conversions), each sending its next report once the
+//     last one is acknowledged; one b.N is one 5 s interval of all 100
+//     nodes.
 //     Sustained samples/s, acknowledgement latency and memory per request.
 //   - latency: the real pace, one node report every 50 ms;
 //     received-to-queryable latency.
@@ -203,18 +204,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 }
 
 func benchThroughput(b *testing.B) {
-	senders := clusterNodes // every node sends on its own
-	if v := os.Getenv("FLAMEHOUSE_E2E_SENDERS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(b, err, "FLAMEHOUSE_E2E_SENDERS")
-		senders = n
-	}
-	cfg := DefaultConfig() // production defaults, but for FLAMEHOUSE_E2E_CONVERSIONS
-	if v := os.Getenv("FLAMEHOUSE_E2E_CONVERSIONS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(b, err, "FLAMEHOUSE_E2E_CONVERSIONS")
-		cfg.MaxConcurrentConversions = n
-	}
+	senders := envInt(b, "FLAMEHOUSE_E2E_SENDERS", clusterNodes) // every node sends on its own
+	cfg := DefaultConfig()                                       // production defaults, but for FLAMEHOUSE_E2E_CONVERSIONS
+	cfg.MaxConcurrentConversions = envInt(b, "FLAMEHOUSE_E2E_CONVERSIONS", cfg.MaxConcurrentConversions)
 	env := newEnvWith(b, cfg, writer.DefaultConfig())
 	bodies, events, payload := clusterReports(b, 4)
 	s := newSender(b, env.r.GRPCAddress())
@@ -247,6 +239,18 @@ func benchThroughput(b *testing.B) {
 	b.ReportMetric(float64(events*len(lat.d))/elapsed.Seconds(), "samples/s")
 	b.ReportMetric(float64(payload)/float64(events), "wire-bytes/sample")
 	lat.report(b)
+}
+
+// envInt reads an integer setting of the benchmark from the environment.
+func envInt(b *testing.B, name string, def int) int {
+	b.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(b, err, name)
+	return n
 }
 
 func benchLatency(b *testing.B) {

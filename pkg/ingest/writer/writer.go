@@ -338,7 +338,6 @@ func (w *Writer) loop() {
 	inFlight := 0
 	var batch []*pending
 	rows := 0
-	var lastAdded time.Time // when the newest request came
 	minRows := min(w.cfg.MinBatchSamples, w.cfg.MaxBatchSamples)
 	quietRows := max(minRows/4, 1)
 	// start writes the oldest requests, up to MaxBatchSamples rows (at
@@ -370,7 +369,9 @@ func (w *Writer) loop() {
 		if inFlight > 0 {
 			return false
 		}
-		return rows >= minRows || (w.cfg.QuietInterval > 0 && rows >= quietRows && now.Sub(lastAdded) >= w.cfg.QuietInterval)
+		// The batch's newest request is the last one that came: writes take
+		// the oldest.
+		return rows >= minRows || (w.cfg.QuietInterval > 0 && rows >= quietRows && now.Sub(batch[len(batch)-1].added) >= w.cfg.QuietInterval)
 	}
 	in := w.in
 	for in != nil || inFlight > 0 || len(batch) > 0 {
@@ -382,7 +383,6 @@ func (w *Writer) loop() {
 			}
 			batch = append(batch, p)
 			rows += len(p.batch.Samples)
-			lastAdded = p.added
 		case <-ticker.C:
 		case <-done:
 			inFlight--
