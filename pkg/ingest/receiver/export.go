@@ -26,6 +26,10 @@ type exportError struct {
 	retryAfter time.Duration
 	// reason labels the requests metric.
 	reason string
+	// rowsHeld says that the writer may still hold the request's rows,
+	// which alias its payload: a write failed, or the request's context
+	// ended while its rows were queued (they may still be written).
+	rowsHeld bool
 }
 
 func (e *exportError) Error() string { return e.msg }
@@ -125,13 +129,17 @@ func (r *Receiver) admit(tenant string, events int64) *exportError {
 // writeFailure maps a writer error to a retryable answer: nothing of the
 // request was acknowledged, the sender keeps it and tries again.
 func writeFailure(err error) *exportError {
+	var e *exportError
 	switch {
 	case errors.Is(err, writer.ErrQueueFull):
-		return retryable(true, time.Second, "queue_full", "the ingest queue is full: %v", err)
+		e = retryable(true, time.Second, "queue_full", "the ingest queue is full: %v", err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return retryable(false, 2*time.Second, "timeout", "rows were not committed in time: %v", err)
+		e = retryable(false, 2*time.Second, "timeout", "rows were not committed in time: %v", err)
+	default:
+		e = retryable(false, 2*time.Second, "unavailable", "ClickHouse is not accepting rows: %v", err)
 	}
-	return retryable(false, 2*time.Second, "unavailable", "ClickHouse is not accepting rows: %v", err)
+	e.rowsHeld = true
+	return e
 }
 
 func retryAfterHeader(d time.Duration) string {

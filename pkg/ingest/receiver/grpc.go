@@ -27,13 +27,26 @@ type grpcService struct {
 	r *Receiver
 }
 
-// rawRequest is an Export request's protobuf encoding, owned by the
-// handler (copied out of gRPC's buffers, which are reused). undecodable,
+// rawRequest is an Export request's protobuf encoding, in a buffer of
+// gRPC's pool that the handler holds a reference to (the received frames
+// are copied into it, or it is the one buffer they came in). undecodable,
 // when set, says why its gzip body could not be decompressed
 // (requestDecompressor), and payload is empty.
 type rawRequest struct {
+	buf         mem.Buffer
 	payload     []byte
 	undecodable string
+}
+
+// release gives the payload's buffer back to gRPC's pool, so that the
+// next request reuses it instead of allocating: the largest allocation of
+// a request, and most of the heap's churn at high rates. Only once
+// nothing refers to the payload any more.
+func (r *rawRequest) release() {
+	if r.buf != nil {
+		r.buf.Free()
+		r.buf, r.payload = nil, nil
+	}
 }
 
 // undecodableMark starts what requestDecompressor hands on for a body it
@@ -105,10 +118,13 @@ func (c rawCodec) Marshal(v any) (mem.BufferSlice, error) { return c.proto.Marsh
 
 func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if raw, ok := v.(*rawRequest); ok {
-		raw.payload = data.Materialize()
-		if len(raw.payload) > 0 && raw.payload[0] == undecodableMark {
-			raw.undecodable, raw.payload = string(raw.payload[1:]), nil
+		buf := data.MaterializeToBuffer(mem.DefaultBufferPool()) // a reference of our own: gRPC frees data
+		if p := buf.ReadOnlyData(); len(p) > 0 && p[0] == undecodableMark {
+			raw.undecodable = string(p[1:])
+			buf.Free()
+			return nil
 		}
+		raw.buf, raw.payload = buf, buf.ReadOnlyData()
 		return nil
 	}
 	return c.proto.Unmarshal(data, v)
@@ -126,6 +142,9 @@ func (s *grpcService) Export(ctx context.Context, req *rawRequest) (*collectorpb
 	var resp *collectorpb.ExportProfilesServiceResponse
 	var eerr *exportError
 	selftrace.Do(ctx, func(ctx context.Context) { resp, eerr = s.export(ctx, md, req) })
+	if eerr == nil || !eerr.rowsHeld { // the rows alias the payload until the writer is done with them
+		req.release()
+	}
 	code := codes.OK
 	if eerr != nil {
 		code = eerr.code()
