@@ -27,9 +27,9 @@ type grpcService struct {
 	r *Receiver
 }
 
-// rawRequest is an Export request's protobuf encoding, in a buffer of
-// gRPC's pool that the handler holds a reference to (the received frames
-// are copied into it, or it is the one buffer they came in). undecodable,
+// rawRequest is an Export request's protobuf encoding, in a pooled buffer
+// that the handler holds a reference to (the received frames are copied
+// into one of payloads, or it is the one buffer they came in). undecodable,
 // when set, says why its gzip body could not be decompressed
 // (requestDecompressor), and payload is empty.
 type rawRequest struct {
@@ -38,7 +38,11 @@ type rawRequest struct {
 	undecodable string
 }
 
-// release gives the payload's buffer back to gRPC's pool, so that the
+// payloads holds the buffers of gRPC payloads that span several frames.
+var payloads payloadPool
+
+// release gives the payload's buffer back to its pool (payloads, or
+// gRPC's own for a payload that came in one buffer), so that the
 // next request reuses it instead of allocating: the largest allocation of
 // a request, and most of the heap's churn at high rates. Only once
 // nothing refers to the payload any more.
@@ -118,7 +122,7 @@ func (c rawCodec) Marshal(v any) (mem.BufferSlice, error) { return c.proto.Marsh
 
 func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if raw, ok := v.(*rawRequest); ok {
-		buf := data.MaterializeToBuffer(mem.DefaultBufferPool()) // a reference of our own: gRPC frees data
+		buf := data.MaterializeToBuffer(&payloads) // a reference of our own: gRPC frees data
 		if p := buf.ReadOnlyData(); len(p) > 0 && p[0] == undecodableMark {
 			raw.undecodable = string(p[1:])
 			buf.Free()
