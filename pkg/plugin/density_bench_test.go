@@ -51,6 +51,7 @@ func densityReport(b *testing.B, w *peerWorkload, l *peerLoad, s *peerSide) stri
 		fmt.Fprintf(&sb, "%-36s %12d %12d %10.3f\n", d.table, d.rows, d.bytes, perEvent(d.bytes))
 	}
 	fmt.Fprintf(&sb, "%-36s %12s %12d %10.3f\n", "all tables", "", s.diskBytes(), perEvent(s.diskBytes()))
+	fmt.Fprint(&sb, informationFloor(b, s, perEvent))
 	parts := []struct{ kind, sql string }{
 		{"column", "SELECT table, name, toInt64(data_compressed_bytes) FROM system.columns WHERE database = ? AND data_compressed_bytes > 0"},
 		{"index", "SELECT table, name, toInt64(data_compressed_bytes) FROM system.data_skipping_indices WHERE database = ? AND data_compressed_bytes > 0"},
@@ -70,4 +71,26 @@ func densityReport(b *testing.B, w *peerWorkload, l *peerLoad, s *peerSide) stri
 		rows.Close()
 	}
 	return sb.String()
+}
+
+// informationFloor estimates the least the raw samples table can take
+// while keeping what a user can filter on: per row, the joint entropy of
+// its sample attributes and series (the generator draws thread, CPU and
+// pod at random for each event), plus 24 random bytes per trace link.
+// Timestamps, stacks and values are left out, so the true floor is
+// higher; rows are sorted by minute, stack and second, which orders
+// almost nothing among equal keys, so a compressor cannot save the
+// entropy of the order.
+func informationFloor(b *testing.B, s *peerSide, perEvent func(int64) float64) string {
+	b.Helper()
+	var rows, links uint64
+	var bits float64
+	require.NoError(b, s.conn.QueryRow(context.Background(),
+		"SELECT count(), entropy(cityHash64(SampleAttributes, SeriesId)), countIf(TraceId != '') FROM "+s.db+".otel_profile_samples").
+		Scan(&rows, &bits, &links))
+	attrs := int64(float64(rows) * bits / 8)
+	link := int64(links) * 24 //nolint:gosec // G115: row counts fit
+	return fmt.Sprintf("information floor of otel_profile_samples: attributes and series %.2f bits/row = %.3f B/event, "+
+		"trace links %.3f B/event, together %.3f B/event (timestamps, stacks and values not counted)\n",
+		bits, perEvent(attrs), perEvent(link), perEvent(attrs+link))
 }

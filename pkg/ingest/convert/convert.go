@@ -20,6 +20,7 @@ package convert
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
@@ -81,11 +82,33 @@ func Convert(req *collectorpb.ExportProfilesServiceRequest, opts Options) (*Resu
 // as a whole cannot be used. The result's strings alias payload, which
 // must not change while the result is in use.
 func Protobuf(payload []byte, opts Options) (*Result, error) {
-	req, err := otlpwire.Decode(payload)
+	dec, _ := decoders.Get().(*otlpwire.Decoder)
+	if dec == nil {
+		dec = new(otlpwire.Decoder)
+	}
+	defer releaseDecoder(dec, len(payload))
+	req, err := dec.Decode(payload)
 	if err != nil {
 		return nil, &RequestError{Reason: ReasonMalformed, Message: "rejected the request: it is not a valid protobuf ExportProfilesServiceRequest: " + err.Error()}
 	}
-	return Decoded(req, opts)
+	return Decoded(req, opts) // the result refers to the payload, never to the decoder's tables
+}
+
+// decoders keeps the decoders of finished conversions: the decoded tables
+// were the largest allocation of a conversion after its frames (about
+// three times the payload), and a stream of similar requests reuses them.
+var decoders sync.Pool
+
+// maxPooledPayload is the largest payload whose decoder is kept: the
+// tables of a rare huge request are left to the garbage collector.
+const maxPooledPayload = 8 << 20
+
+func releaseDecoder(dec *otlpwire.Decoder, payload int) {
+	if payload > maxPooledPayload {
+		return
+	}
+	dec.Reset()
+	decoders.Put(dec)
 }
 
 // Decoded converts a request that is already decoded: by otlpwire.Decode

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
+	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 )
 
@@ -563,4 +564,34 @@ func TestConvertKeepsMappingPlacement(t *testing.T) {
 			require.Equal(t, ids[false], ids[true], "the placement is not part of the frame id")
 		})
 	}
+}
+
+// TestResultOutlivesItsDecoder: Protobuf decodes into pooled tables that
+// the next conversions reuse; a result refers to its payload only, so it
+// is the same after other requests went through the pool.
+func TestResultOutlivesItsDecoder(t *testing.T) {
+	cfg := profilegen.DefaultConfig()
+	cfg.SamplesPerSecond, cfg.Pods, cfg.Stacks = 50, 3, 300
+	convertSeed := func(seed uint64) *Result {
+		cfg.Seed = seed
+		payload, err := proto.Marshal(profilegen.New(cfg).Report(time.Unix(1_700_000_000, 0)))
+		require.NoError(t, err)
+		res, err := Protobuf(payload, testOptions())
+		require.NoError(t, err)
+		return res
+	}
+	first := convertSeed(1)
+	want, err := json.Marshal(toGolden(t, first.Batch))
+	require.NoError(t, err)
+	for seed := uint64(2); seed < 10; seed++ {
+		convertSeed(seed)
+	}
+	got, err := json.Marshal(toGolden(t, first.Batch))
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), string(got))
+	require.NotEqual(t, string(want), func() string {
+		b, err := json.Marshal(toGolden(t, convertSeed(2).Batch))
+		require.NoError(t, err)
+		return string(b)
+	}(), "the requests differ")
 }

@@ -35,6 +35,19 @@ import (
 // string field, invalid field number, nesting deeper than protobuf-go's
 // recursion limit).
 func Decode(payload []byte) (*Request, error) {
+	return new(Decoder).Decode(payload)
+}
+
+// A Decoder decodes requests into tables that it keeps for the next one,
+// so that a stream of similar requests allocates them once. The Request
+// that Decode returns is valid until the Decoder's next Decode or Reset.
+// A Decoder is not safe for concurrent use.
+type Decoder struct {
+	d decoder
+}
+
+// Decode is the package's Decode into the Decoder's tables.
+func (dec *Decoder) Decode(payload []byte) (*Request, error) {
 	if uint64(len(payload)) > math.MaxUint32 {
 		return nil, errors.New("otlpwire: payloads of 4 GiB and more are not supported")
 	}
@@ -44,14 +57,40 @@ func Decode(payload []byte) (*Request, error) {
 	payload = payload[:len(payload):len(payload)]
 	var c counts
 	c.request(payload)
-	var d decoder // on the stack: only the Request is allocated at the end
+	dec.Reset()
+	d := &dec.d
 	d.init(&c)
 	if err := d.request(payload); err != nil {
 		return nil, fmt.Errorf("otlpwire: decode ExportProfilesServiceRequest: %w", err)
 	}
-	r := new(Request)
-	*r = d.r
-	return r, nil
+	return &d.r, nil
+}
+
+// Reset forgets the last request: its tables are cleared (their strings
+// and byte slices alias its payload, which the Decoder must not keep
+// alive) and keep their capacity.
+func (dec *Decoder) Reset() {
+	d := &dec.d
+	r := &d.r
+	*r = Request{
+		Resources: clearTable(r.Resources), Int32s: r.Int32s[:0], Int64s: r.Int64s[:0], Uint64s: r.Uint64s[:0],
+		Lines: clearTable(r.Lines),
+		Dictionary: Dictionary{
+			Mappings: clearTable(r.Dictionary.Mappings), Locations: clearTable(r.Dictionary.Locations),
+			Functions: clearTable(r.Dictionary.Functions), Links: clearTable(r.Dictionary.Links),
+			Strings: clearTable(r.Dictionary.Strings), Attributes: clearTable(r.Dictionary.Attributes),
+			Stacks: clearTable(r.Dictionary.Stacks),
+		},
+	}
+	d.scopes, d.profiles, d.samples = clearTable(d.scopes), clearTable(d.profiles), clearTable(d.samples)
+	d.resAttrs, d.scopeAttrs, d.pending = clearTable(d.resAttrs), clearTable(d.scopeAttrs), d.pending[:0]
+}
+
+// clearTable zeroes a table's elements and empties it, keeping its
+// capacity.
+func clearTable[T any](s []T) []T {
+	clear(s)
+	return s[:0]
 }
 
 // decoder holds the Request being decoded and the backing arrays that the
@@ -74,29 +113,37 @@ type decoder struct {
 	pending    []int32    // the attribute_indices of the profile being decoded
 }
 
-// init allocates every table and shared array at its counted size.
+// init gives every table and shared array (empty, as Reset left them)
+// at least its counted capacity.
 func (d *decoder) init(c *counts) {
-	d.scopes = make([]ScopeProfiles, 0, c.scopes)
-	d.profiles = make([]Profile, 0, c.profiles)
-	d.samples = make([]Sample, 0, c.samples)
-	d.resAttrs = make([]KeyValue, 0, c.resAttrs)
-	d.scopeAttrs = make([]KeyValue, 0, c.scopeAttrs)
-	d.r = Request{
-		Resources: make([]ResourceProfiles, 0, c.resources),
-		Int32s:    make([]int32, 0, c.int32s),
-		Int64s:    make([]int64, 0, c.int64s),
-		Uint64s:   make([]uint64, 0, c.uint64s),
-		Lines:     make([]Line, 0, c.lines),
-		Dictionary: Dictionary{
-			Mappings:   make([]Mapping, 0, c.mappings),
-			Locations:  make([]Location, 0, c.locations),
-			Functions:  make([]Function, 0, c.functions),
-			Links:      make([]Link, 0, c.links),
-			Strings:    make([]string, 0, c.strings),
-			Attributes: make([]KeyValueAndUnit, 0, c.attributes),
-			Stacks:     make([]Stack, 0, c.stacks),
-		},
+	d.scopes = sized(d.scopes, c.scopes)
+	d.profiles = sized(d.profiles, c.profiles)
+	d.samples = sized(d.samples, c.samples)
+	d.resAttrs = sized(d.resAttrs, c.resAttrs)
+	d.scopeAttrs = sized(d.scopeAttrs, c.scopeAttrs)
+	r := &d.r
+	r.Resources = sized(r.Resources, c.resources)
+	r.Int32s = sized(r.Int32s, c.int32s)
+	r.Int64s = sized(r.Int64s, c.int64s)
+	r.Uint64s = sized(r.Uint64s, c.uint64s)
+	r.Lines = sized(r.Lines, c.lines)
+	t := &r.Dictionary
+	t.Mappings = sized(t.Mappings, c.mappings)
+	t.Locations = sized(t.Locations, c.locations)
+	t.Functions = sized(t.Functions, c.functions)
+	t.Links = sized(t.Links, c.links)
+	t.Strings = sized(t.Strings, c.strings)
+	t.Attributes = sized(t.Attributes, c.attributes)
+	t.Stacks = sized(t.Stacks, c.stacks)
+}
+
+// sized returns an empty table of at least n elements' capacity: s when
+// it has it, else a new one.
+func sized[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:0]
 	}
+	return make([]T, 0, n)
 }
 
 // request decodes the ExportProfilesServiceRequest message (depth 1).

@@ -3,6 +3,7 @@ package otlpwire
 import (
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,25 +23,44 @@ func requireSameAsProto(t testing.TB, payload []byte) *Request {
 	var msg collectorpb.ExportProfilesServiceRequest
 	protoErr := proto.Unmarshal(payload, &msg)
 	got, err := Decode(payload)
+	reusedMu.Lock()
+	defer reusedMu.Unlock()
+	again, againErr := reused.Decode(payload)
 	if protoErr != nil {
 		require.Error(t, err, "proto.Unmarshal fails with %v", protoErr)
 		require.Nil(t, got)
+		require.Error(t, againErr, "a reused Decoder")
 		return nil
 	}
 	require.NoError(t, err)
-	require.Equal(t, normalize(fromProto(&msg)), normalize(got))
+	want := normalize(fromProto(&msg))
+	require.Equal(t, want, normalize(got))
+	require.NoError(t, againErr, "a reused Decoder")
+	require.Equal(t, want, normalize(again), "a Decoder that decoded other requests before")
 	return got
 }
+
+// reused is a Decoder that every request of the tests goes through after
+// the one before, so that what a Decoder keeps between requests is
+// checked against fresh decodes.
+var (
+	reused   Decoder
+	reusedMu sync.Mutex
+)
 
 // sameAsProto is requireSameAsProto as a predicate.
 func sameAsProto(payload []byte) bool {
 	var msg collectorpb.ExportProfilesServiceRequest
 	protoErr := proto.Unmarshal(payload, &msg)
 	got, err := Decode(payload)
-	if protoErr != nil || err != nil {
-		return (protoErr != nil) == (err != nil)
+	reusedMu.Lock()
+	defer reusedMu.Unlock()
+	again, againErr := reused.Decode(payload)
+	if protoErr != nil || err != nil || againErr != nil {
+		return (protoErr != nil) == (err != nil) && (err != nil) == (againErr != nil)
 	}
-	return assert.ObjectsAreEqual(normalize(fromProto(&msg)), normalize(got))
+	want := normalize(fromProto(&msg))
+	return assert.ObjectsAreEqual(want, normalize(got)) && assert.ObjectsAreEqual(want, normalize(again))
 }
 
 func hasUnknown(m proto.Message) bool { return len(m.ProtoReflect().GetUnknown()) > 0 }

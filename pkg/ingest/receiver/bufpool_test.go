@@ -52,7 +52,7 @@ func TestPayloadPoolReusesBuffersOfAClass(t *testing.T) {
 	require.True(t, reused)
 	foreign := make([]byte, 10, size+1)
 	p.Put(&foreign) // not a class size: not kept
-	require.NotEqual(t, size+1, cap(*p.Get(400<<10)))
+	require.NotEqual(t, size+1, cap(*p.Get(400 << 10)))
 	small := p.Get(100)
 	require.Len(t, *small, 100)
 }
