@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"runtime"
 	"time"
 
 	"github.com/flamehouse/flamehouse/pkg/secret"
@@ -42,9 +43,10 @@ type Config struct {
 	// CPUSamplesAsTime stores samples/count CPU profiles as CPU time
 	// (count × period, process_cpu:cpu:nanoseconds:cpu:nanoseconds). Default true.
 	CPUSamplesAsTime bool `yaml:"cpu_samples_as_time"`
-	// MaxConcurrentConversions, when positive, bounds the requests decoded
-	// and converted at once (the number of CPUs is a good value); the
-	// others wait holding their payload. Default 0: not bounded.
+	// MaxConcurrentConversions bounds the requests decoded and converted at
+	// once; the others wait holding their payload. Conversion is CPU work:
+	// more at once than CPUs only holds more temporaries. Default 0: one
+	// per CPU (GOMAXPROCS); -1: not bounded.
 	MaxConcurrentConversions int `yaml:"max_concurrent_conversions"`
 	// ShutdownTimeout bounds the drain of in-flight requests. Default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
@@ -123,14 +125,27 @@ func (c *Config) RegisterFlags(f *flag.FlagSet, prefix string) {
 	f.BoolVar(&c.Auth.Enabled, prefix+"auth.enabled", c.Auth.Enabled, "require credentials (configured in the YAML file)")
 	f.Float64Var(&c.Limits.SamplesPerSecond, prefix+"limits.samples-per-second", c.Limits.SamplesPerSecond, "events per second per tenant (0: unlimited)")
 	f.BoolVar(&c.CPUSamplesAsTime, prefix+"cpu-samples-as-time", c.CPUSamplesAsTime, "store CPU sample counts as CPU time (count × period)")
-	f.IntVar(&c.MaxConcurrentConversions, prefix+"max-concurrent-conversions", c.MaxConcurrentConversions, "requests decoded and converted at once (0: not bounded)")
+	f.IntVar(&c.MaxConcurrentConversions, prefix+"max-concurrent-conversions", c.MaxConcurrentConversions, "requests decoded and converted at once (0: one per CPU, -1: not bounded)")
+}
+
+// conversions is the bound on concurrent conversions that
+// MaxConcurrentConversions asks for (0: not bounded, as pipeline.Options
+// says).
+func (c *Config) conversions() int {
+	switch {
+	case c.MaxConcurrentConversions == 0:
+		return runtime.GOMAXPROCS(0)
+	case c.MaxConcurrentConversions < 0:
+		return 0
+	}
+	return c.MaxConcurrentConversions
 }
 
 // Validate reports every problem at once.
 func (c *Config) Validate() error {
 	var err error
-	if c.MaxConcurrentConversions < 0 {
-		err = errors.Join(err, errors.New("max_concurrent_conversions must not be negative"))
+	if c.MaxConcurrentConversions < -1 {
+		err = errors.Join(err, errors.New("max_concurrent_conversions must be -1 (not bounded), 0 (one per CPU) or positive"))
 	}
 	for name, addr := range map[string]string{"grpc_listen_address": c.GRPCListenAddress, "http_listen_address": c.HTTPListenAddress} {
 		if _, _, e := net.SplitHostPort(addr); e != nil {

@@ -50,7 +50,7 @@ func New(cfg Config, w Writer, ready func(context.Context) error, log *slog.Logg
 		cfg: cfg, log: log, metrics: m, limiter: newLimiter(&cfg), ready: ready, runErr: make(chan error, 1),
 		tracer: selftrace.Tracer(tracerScope, opts...),
 	}
-	r.pipeline = pipeline.New(w, pipeline.Options{CPUSamplesAsTime: cfg.CPUSamplesAsTime, MaxConcurrentConversions: cfg.MaxConcurrentConversions}, m)
+	r.pipeline = pipeline.New(w, pipeline.Options{CPUSamplesAsTime: cfg.CPUSamplesAsTime, MaxConcurrentConversions: cfg.conversions()}, m)
 	scfg, err := r.serverConfig(reg)
 	if err != nil {
 		return nil, err
