@@ -135,6 +135,9 @@ func (e *profilesExporter) push(ctx context.Context, pd pprofile.Profiles) error
 		}
 	}
 	out, err := e.pipeline.Export(ctx, req)
+	if req.Decoded != nil {
+		pdatawire.Release(req.Decoded) // converted: the rows refer to pd, not to its tables
+	}
 	var invalid *pipeline.InvalidError
 	switch {
 	case errors.As(err, &invalid) && out.Profiles > 0:

@@ -71,7 +71,15 @@ func (dec *Decoder) Decode(payload []byte) (*Request, error) {
 // alive) and keep their capacity.
 func (dec *Decoder) Reset() {
 	d := &dec.d
-	r := &d.r
+	d.r.Reset()
+	d.scopes, d.profiles, d.samples = clearTable(d.scopes), clearTable(d.profiles), clearTable(d.samples)
+	d.resAttrs, d.scopeAttrs, d.pending = clearTable(d.resAttrs), clearTable(d.scopeAttrs), d.pending[:0]
+}
+
+// Reset empties a Request for reuse: every table is cleared (strings and
+// byte slices alias what the Request was filled from) and keeps its
+// capacity, and the Unknown flags are unset.
+func (r *Request) Reset() {
 	*r = Request{
 		Resources: clearTable(r.Resources), Int32s: r.Int32s[:0], Int64s: r.Int64s[:0], Uint64s: r.Uint64s[:0],
 		Lines: clearTable(r.Lines),
@@ -82,8 +90,17 @@ func (dec *Decoder) Reset() {
 			Stacks: clearTable(r.Dictionary.Stacks),
 		},
 	}
-	d.scopes, d.profiles, d.samples = clearTable(d.scopes), clearTable(d.profiles), clearTable(d.samples)
-	d.resAttrs, d.scopeAttrs, d.pending = clearTable(d.resAttrs), clearTable(d.scopeAttrs), d.pending[:0]
+}
+
+// Table returns a table of n zero elements, in s's array when it is large
+// enough (for filling a Request that Reset emptied), else in a new one.
+func Table[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // clearTable zeroes a table's elements and empties it, keeping its

@@ -192,7 +192,9 @@ var (
 //
 //   - throughput: one sender per node (100; FLAMEHOUSE_E2E_SENDERS sets
 //     fewer or more; FLAMEHOUSE_E2E_CONVERSIONS sets the receiver's
-//     max_concurrent_conversions), each sending its next report once the
+//     max_concurrent_conversions; FLAMEHOUSE_E2E_MAX_BATCH and
+//     FLAMEHOUSE_E2E_WRITES the writer's max_batch_samples and
+//     max_concurrent_writes), each sending its next report once the
 //     last one is acknowledged; one b.N is one 5 s interval of all 100
 //     nodes.
 //     Sustained samples/s, acknowledgement latency and memory per request.
@@ -207,7 +209,10 @@ func benchThroughput(b *testing.B) {
 	senders := envInt(b, "FLAMEHOUSE_E2E_SENDERS", clusterNodes) // every node sends on its own
 	cfg := DefaultConfig()                                       // production defaults, but for FLAMEHOUSE_E2E_CONVERSIONS
 	cfg.MaxConcurrentConversions = envInt(b, "FLAMEHOUSE_E2E_CONVERSIONS", cfg.MaxConcurrentConversions)
-	env := newEnvWith(b, cfg, writer.DefaultConfig())
+	wcfg := writer.DefaultConfig() // but for FLAMEHOUSE_E2E_MAX_BATCH and FLAMEHOUSE_E2E_WRITES
+	wcfg.MaxBatchSamples = envInt(b, "FLAMEHOUSE_E2E_MAX_BATCH", wcfg.MaxBatchSamples)
+	wcfg.MaxConcurrentWrites = envInt(b, "FLAMEHOUSE_E2E_WRITES", wcfg.MaxConcurrentWrites)
+	env := newEnvWith(b, cfg, wcfg)
 	bodies, events, payload := clusterReports(b, 4)
 	s := newSender(b, env.r.GRPCAddress())
 	warmUp(b, s, bodies) // every report the loop sends: its symbols are written before timing
@@ -239,6 +244,10 @@ func benchThroughput(b *testing.B) {
 	b.ReportMetric(float64(events*len(lat.d))/elapsed.Seconds(), "samples/s")
 	b.ReportMetric(float64(payload)/float64(events), "wire-bytes/sample")
 	lat.report(b)
+	var parts uint64 // what the inserts leave the engine to merge, at the end of the run
+	require.NoError(b, env.conn.QueryRow(context.Background(),
+		"SELECT count() FROM system.parts WHERE database = ? AND active", env.tables.Database).Scan(&parts))
+	b.ReportMetric(float64(parts), "active-parts")
 }
 
 // envInt reads an integer setting of the benchmark from the environment.

@@ -35,23 +35,40 @@ const maxNesting = 64
 // encoding, and true; or false when pd holds something that only the
 // encoding shows or that Decode refuses (see the package comment). The
 // Request's strings and byte slices alias pd: pd must not change while the
-// Request is in use.
+// Request is in use. Its tables come from a pool: hand it to Release once
+// it is converted (a conversion's result does not refer to them).
 func Request(pd pprofile.Profiles) (*otlpwire.Request, bool) {
-	b := builder{r: new(otlpwire.Request), ok: true}
+	r, _ := requests.Get().(*otlpwire.Request)
+	if r == nil {
+		r = new(otlpwire.Request)
+	}
+	b := builder{r: r, ok: true}
 	b.sizeArrays(pd)
 	b.dictionary(pd.Dictionary())
 	rps := pd.ResourceProfiles()
-	b.r.Resources = make([]otlpwire.ResourceProfiles, rps.Len())
+	b.r.Resources = otlpwire.Table(b.r.Resources, rps.Len())
 	for i := range rps.Len() {
 		b.resourceProfiles(rps.At(i), &b.r.Resources[i])
 		if !b.ok {
-			return nil, false
+			break
 		}
 	}
 	if !b.ok {
+		Release(r)
 		return nil, false
 	}
 	return b.r, true
+}
+
+// requests keeps the tables of converted requests for the next ones: the
+// dictionary tables of a node report are its largest allocation here.
+var requests sync.Pool
+
+// Release gives a Request that Request returned back to the pool, once
+// nothing reads it any more.
+func Release(r *otlpwire.Request) {
+	r.Reset()
+	requests.Put(r)
 }
 
 // builder fills a Request; ok turns false at the first thing that must go
@@ -94,10 +111,10 @@ func (b *builder) sizeArrays(pd pprofile.Profiles) {
 			}
 		}
 	}
-	b.r.Int32s = make([]int32, 0, int32s)
-	b.r.Int64s = make([]int64, 0, int64s)
-	b.r.Uint64s = make([]uint64, 0, uint64s)
-	b.r.Lines = make([]otlpwire.Line, 0, lines)
+	b.r.Int32s = otlpwire.Table(b.r.Int32s, int32s)[:0]
+	b.r.Int64s = otlpwire.Table(b.r.Int64s, int64s)[:0]
+	b.r.Uint64s = otlpwire.Table(b.r.Uint64s, uint64s)[:0]
+	b.r.Lines = otlpwire.Table(b.r.Lines, lines)[:0]
 }
 
 // int32s appends s to Int32s and returns its span.
@@ -124,7 +141,7 @@ func (b *builder) str(s string) string {
 func (b *builder) dictionary(d pprofile.ProfilesDictionary) {
 	t := &b.r.Dictionary
 	ms := d.MappingTable()
-	t.Mappings = make([]otlpwire.Mapping, ms.Len())
+	t.Mappings = otlpwire.Table(t.Mappings, ms.Len())
 	for i := range ms.Len() {
 		m := ms.At(i)
 		t.Mappings[i] = otlpwire.Mapping{
@@ -133,7 +150,7 @@ func (b *builder) dictionary(d pprofile.ProfilesDictionary) {
 		}
 	}
 	ls := d.LocationTable()
-	t.Locations = make([]otlpwire.Location, ls.Len())
+	t.Locations = otlpwire.Table(t.Locations, ls.Len())
 	for i := range ls.Len() {
 		l := ls.At(i)
 		loc := &t.Locations[i]
@@ -148,7 +165,7 @@ func (b *builder) dictionary(d pprofile.ProfilesDictionary) {
 		loc.AttributeIndices = b.int32s(l.AttributeIndices())
 	}
 	fs := d.FunctionTable()
-	t.Functions = make([]otlpwire.Function, fs.Len())
+	t.Functions = otlpwire.Table(t.Functions, fs.Len())
 	for i := range fs.Len() {
 		f := fs.At(i)
 		t.Functions[i] = otlpwire.Function{
@@ -157,7 +174,7 @@ func (b *builder) dictionary(d pprofile.ProfilesDictionary) {
 		}
 	}
 	links := d.LinkTable()
-	t.Links = make([]otlpwire.Link, links.Len())
+	t.Links = otlpwire.Table(t.Links, links.Len())
 	for i := range links.Len() {
 		l := links.At(i)
 		if tid := l.TraceID(); !tid.IsEmpty() {
@@ -168,18 +185,18 @@ func (b *builder) dictionary(d pprofile.ProfilesDictionary) {
 		}
 	}
 	ss := d.StringTable()
-	t.Strings = make([]string, ss.Len())
+	t.Strings = otlpwire.Table(t.Strings, ss.Len())
 	for i := range ss.Len() {
 		t.Strings[i] = b.str(ss.At(i))
 	}
 	as := d.AttributeTable()
-	t.Attributes = make([]otlpwire.KeyValueAndUnit, as.Len())
+	t.Attributes = otlpwire.Table(t.Attributes, as.Len())
 	for i := range as.Len() {
 		a := as.At(i)
 		t.Attributes[i] = otlpwire.KeyValueAndUnit{KeyStrindex: a.KeyStrindex(), Value: b.anyValue(a.Value(), 1), UnitStrindex: a.UnitStrindex()}
 	}
 	stacks := d.StackTable()
-	t.Stacks = make([]otlpwire.Stack, stacks.Len())
+	t.Stacks = otlpwire.Table(t.Stacks, stacks.Len())
 	for i := range stacks.Len() {
 		t.Stacks[i].LocationIndices = b.int32s(stacks.At(i).LocationIndices())
 	}
