@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -134,25 +133,34 @@ type decoder struct {
 // init gives every table and shared array (empty, as Reset left them)
 // at least its counted capacity.
 func (d *decoder) init(c *counts) {
-	d.scopes = slices.Grow(d.scopes[:0], c.scopes)
-	d.profiles = slices.Grow(d.profiles[:0], c.profiles)
-	d.samples = slices.Grow(d.samples[:0], c.samples)
-	d.resAttrs = slices.Grow(d.resAttrs[:0], c.resAttrs)
-	d.scopeAttrs = slices.Grow(d.scopeAttrs[:0], c.scopeAttrs)
+	d.scopes = sized(d.scopes, c.scopes)
+	d.profiles = sized(d.profiles, c.profiles)
+	d.samples = sized(d.samples, c.samples)
+	d.resAttrs = sized(d.resAttrs, c.resAttrs)
+	d.scopeAttrs = sized(d.scopeAttrs, c.scopeAttrs)
 	r := &d.r
-	r.Resources = slices.Grow(r.Resources[:0], c.resources)
-	r.Int32s = slices.Grow(r.Int32s[:0], c.int32s)
-	r.Int64s = slices.Grow(r.Int64s[:0], c.int64s)
-	r.Uint64s = slices.Grow(r.Uint64s[:0], c.uint64s)
-	r.Lines = slices.Grow(r.Lines[:0], c.lines)
+	r.Resources = sized(r.Resources, c.resources)
+	r.Int32s = sized(r.Int32s, c.int32s)
+	r.Int64s = sized(r.Int64s, c.int64s)
+	r.Uint64s = sized(r.Uint64s, c.uint64s)
+	r.Lines = sized(r.Lines, c.lines)
 	t := &r.Dictionary
-	t.Mappings = slices.Grow(t.Mappings[:0], c.mappings)
-	t.Locations = slices.Grow(t.Locations[:0], c.locations)
-	t.Functions = slices.Grow(t.Functions[:0], c.functions)
-	t.Links = slices.Grow(t.Links[:0], c.links)
-	t.Strings = slices.Grow(t.Strings[:0], c.strings)
-	t.Attributes = slices.Grow(t.Attributes[:0], c.attributes)
-	t.Stacks = slices.Grow(t.Stacks[:0], c.stacks)
+	t.Mappings = sized(t.Mappings, c.mappings)
+	t.Locations = sized(t.Locations, c.locations)
+	t.Functions = sized(t.Functions, c.functions)
+	t.Links = sized(t.Links, c.links)
+	t.Strings = sized(t.Strings, c.strings)
+	t.Attributes = sized(t.Attributes, c.attributes)
+	t.Stacks = sized(t.Stacks, c.stacks)
+}
+
+// sized returns an empty table of at least n elements' capacity: s when
+// it has it, else a new one.
+func sized[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:0]
+	}
+	return make([]T, 0, n)
 }
 
 // request decodes the ExportProfilesServiceRequest message (depth 1).

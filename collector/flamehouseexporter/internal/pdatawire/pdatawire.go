@@ -17,7 +17,6 @@
 package pdatawire
 
 import (
-	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -112,10 +111,10 @@ func (b *builder) sizeArrays(pd pprofile.Profiles) {
 			}
 		}
 	}
-	b.r.Int32s = slices.Grow(b.r.Int32s[:0], int32s)
-	b.r.Int64s = slices.Grow(b.r.Int64s[:0], int64s)
-	b.r.Uint64s = slices.Grow(b.r.Uint64s[:0], uint64s)
-	b.r.Lines = slices.Grow(b.r.Lines[:0], lines)
+	b.r.Int32s = otlpwire.Table(b.r.Int32s, int32s)[:0]
+	b.r.Int64s = otlpwire.Table(b.r.Int64s, int64s)[:0]
+	b.r.Uint64s = otlpwire.Table(b.r.Uint64s, uint64s)[:0]
+	b.r.Lines = otlpwire.Table(b.r.Lines, lines)[:0]
 }
 
 // int32s appends s to Int32s and returns its span.
