@@ -1,8 +1,11 @@
 package receiver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -50,6 +53,49 @@ func newSender(b *testing.B, addr string) *sender {
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = cc.Close() })
 	return &sender{cc: cc}
+}
+
+// httpSender exports raw payloads over OTLP/HTTP (protobuf bodies of a
+// declared length, the Collector's otlphttp exporter's shape).
+type httpSender struct {
+	client *http.Client
+	url    string
+}
+
+func (s *httpSender) export(body []byte) (time.Duration, error) {
+	t0 := time.Now()
+	resp, err := s.client.Post(s.url, contentProtobuf, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, raw)
+	}
+	return time.Since(t0), err
+}
+
+// exporter is a benchmark's sender: OTLP/gRPC (sender) or OTLP/HTTP.
+type exporter interface {
+	export(body []byte) (time.Duration, error)
+}
+
+// newExporter returns the sender of FLAMEHOUSE_E2E_PROTOCOL: "grpc" (the
+// default) or "http".
+func newExporter(b *testing.B, r *Receiver) exporter {
+	b.Helper()
+	switch p := os.Getenv("FLAMEHOUSE_E2E_PROTOCOL"); p {
+	case "", "grpc":
+		return newSender(b, r.GRPCAddress())
+	case "http":
+		t := &http.Transport{MaxIdleConnsPerHost: 1000}
+		b.Cleanup(t.CloseIdleConnections)
+		return &httpSender{client: &http.Client{Transport: t}, url: "http://" + r.HTTPAddress() + ProfilesPath}
+	default:
+		b.Fatalf("FLAMEHOUSE_E2E_PROTOCOL=%q: use grpc or http", p)
+		return nil
+	}
 }
 
 func (s *sender) export(body []byte) (time.Duration, error) {
@@ -194,7 +240,8 @@ var (
 //     fewer or more; FLAMEHOUSE_E2E_CONVERSIONS sets the receiver's
 //     max_concurrent_conversions; FLAMEHOUSE_E2E_MAX_BATCH and
 //     FLAMEHOUSE_E2E_WRITES the writer's max_batch_samples and
-//     max_concurrent_writes), each sending its next report once the
+//     max_concurrent_writes; FLAMEHOUSE_E2E_PROTOCOL=http sends over
+//     OTLP/HTTP instead of gRPC), each sending its next report once the
 //     last one is acknowledged; one b.N is one 5 s interval of all 100
 //     nodes.
 //     Sustained samples/s, acknowledgement latency and memory per request.
@@ -214,7 +261,7 @@ func benchThroughput(b *testing.B) {
 	wcfg.MaxConcurrentWrites = envInt(b, "FLAMEHOUSE_E2E_WRITES", wcfg.MaxConcurrentWrites)
 	env := newEnvWith(b, cfg, wcfg)
 	bodies, events, payload := clusterReports(b, 4)
-	s := newSender(b, env.r.GRPCAddress())
+	s := newExporter(b, env.r)
 	warmUp(b, s, bodies) // every report the loop sends: its symbols are written before timing
 	var lat latencies
 	heap := startHeapPeak()
@@ -290,7 +337,7 @@ func benchLatency(b *testing.B) {
 }
 
 // warmUp sends each node's first report, so that its symbols are written.
-func warmUp(b *testing.B, s *sender, bodies [][]byte) {
+func warmUp(b *testing.B, s exporter, bodies [][]byte) {
 	b.Helper()
 	var wg sync.WaitGroup
 	for _, body := range bodies {

@@ -1,9 +1,11 @@
 package receiver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -27,8 +30,9 @@ import (
 // being written: Write returns ctx.Err() and the rows are still read.
 // Later batches are accepted at once.
 type holdingWriter struct {
-	mu   sync.Mutex
-	held *model.Batch
+	mu       sync.Mutex
+	held     *model.Batch
+	returned chan struct{} // closed when the held batch's Write returned
 }
 
 func (w *holdingWriter) Write(ctx context.Context, b *model.Batch) error {
@@ -42,6 +46,7 @@ func (w *holdingWriter) Write(ctx context.Context, b *model.Batch) error {
 		return nil
 	}
 	<-ctx.Done()
+	close(w.returned)
 	return ctx.Err()
 }
 
@@ -63,35 +68,90 @@ func batchText(b *model.Batch) string {
 
 // TestRowsHeldByTheWriterKeepTheirPayload: the payload of a request whose
 // rows the writer may still read (its sender gave up mid-write) is not
-// given back to gRPC's buffer pool, where the next requests would
-// overwrite it; the payloads of answered requests are (and are reused).
+// given back to its buffer pool, where the next requests would overwrite
+// it; the payloads of answered requests are (and are reused). Over gRPC
+// and over OTLP/HTTP, whose bodies of a declared length are pooled too.
 func TestRowsHeldByTheWriterKeepTheirPayload(t *testing.T) {
-	w := &holdingWriter{}
-	cfg := DefaultConfig()
-	cfg.GRPCListenAddress, cfg.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
-	r, err := New(cfg, w, func(context.Context) error { return nil }, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	require.NoError(t, err)
-	r.Start()
-	t.Cleanup(r.Stop)
+	for _, protocol := range []string{"grpc", "http"} {
+		t.Run(protocol, func(t *testing.T) {
+			w := &holdingWriter{returned: make(chan struct{})}
+			cfg := DefaultConfig()
+			cfg.GRPCListenAddress, cfg.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
+			r, err := New(cfg, w, func(context.Context) error { return nil }, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+			require.NoError(t, err)
+			r.Start()
+			t.Cleanup(r.Stop)
+			export := exportOver(t, protocol, r)
+
+			first, _ := generated(31)
+			var later []*collectorpb.ExportProfilesServiceRequest
+			for seed := uint64(32); seed < 40; seed++ { // payloads of the same size class as the first
+				req, _ := generated(seed)
+				later = append(later, req)
+			}
+			want, err := convert.Convert(first, convert.DefaultOptions(cfg.DefaultTenant))
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			err = export(ctx, first)
+			cancel()
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			select { // the HTTP server notices that the sender left, and ends its request
+			case <-w.returned:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the request the sender gave up on did not end")
+			}
+			// Sent five times from two senders: a buffer given back goes to
+			// the pool of the processor that gave it back, so requests on
+			// both processors are needed to reuse it.
+			var g errgroup.Group
+			for sender := range 2 {
+				g.Go(func() error {
+					for i := range 5 * len(later) {
+						if err := export(context.Background(), later[(i+sender)%len(later)]); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			}
+			require.NoError(t, g.Wait())
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			require.Equal(t, batchText(want.Batch), batchText(w.held))
+		})
+	}
+}
+
+// exportOver returns a function that exports a request to r over the
+// protocol ("grpc", or "http" with protobuf bodies of a declared length),
+// and fails for anything but a success.
+func exportOver(t *testing.T, protocol string, r *Receiver) func(context.Context, *collectorpb.ExportProfilesServiceRequest) error {
+	t.Helper()
+	if protocol == "http" {
+		return func(ctx context.Context, m *collectorpb.ExportProfilesServiceRequest) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.HTTPAddress()+ProfilesPath, bytes.NewReader(marshal(t, m)))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", contentProtobuf)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("HTTP %d", resp.StatusCode)
+			}
+			return nil
+		}
+	}
 	cc, err := grpc.NewClient(r.GRPCAddress(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cc.Close() })
 	client := collectorpb.NewProfilesServiceClient(cc)
-
-	first, _ := generated(31)
-	want, err := convert.Convert(first, convert.DefaultOptions(cfg.DefaultTenant))
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	_, err = client.Export(ctx, first)
-	cancel()
-	require.Equal(t, codes.DeadlineExceeded, status.Code(err))
-	for seed := uint64(32); seed < 40; seed++ { // payloads of the same size class as the first
-		req, _ := generated(seed)
-		_, err := client.Export(context.Background(), req)
-		require.NoError(t, err)
+	return func(ctx context.Context, m *collectorpb.ExportProfilesServiceRequest) error {
+		_, err := client.Export(ctx, m)
+		if status.Code(err) == codes.DeadlineExceeded {
+			return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+		}
+		return err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	require.NotNil(t, w.held)
-	require.Equal(t, batchText(want.Batch), batchText(w.held))
 }

@@ -38,7 +38,8 @@ type rawRequest struct {
 	undecodable string
 }
 
-// payloads holds the buffers of gRPC payloads that span several frames.
+// payloads holds the buffers of gRPC payloads that span several frames,
+// and of OTLP/HTTP bodies of a declared length.
 var payloads payloadPool
 
 // release gives the payload's buffer back to its pool (payloads, or

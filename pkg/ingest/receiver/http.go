@@ -87,40 +87,79 @@ func (r *Receiver) exportHTTP(req *http.Request, contentType string) (*collector
 	if eerr != nil {
 		return nil, eerr
 	}
-	r.metrics.requestBytes.Observe(float64(len(body)))
+	r.metrics.requestBytes.Observe(float64(len(body.data)))
 	if contentType == contentJSON {
-		if body, err = jsonToProtobuf(body); err != nil {
+		converted, err := jsonToProtobuf(body.data)
+		body.release() // the protobuf encoding is a copy: nothing refers to the JSON
+		if err != nil {
 			return nil, badRequest("decode", "cannot decode the %s body as an ExportProfilesServiceRequest: %v", contentType, err)
 		}
+		body = httpBody{data: converted}
 	}
 	ctx, cancel := contextWithTimeout(req.Context(), r.cfg.RequestTimeout)
 	defer cancel()
-	return r.export(ctx, tenant, body)
+	resp, eerr := r.export(ctx, tenant, body.data)
+	if eerr == nil || !eerr.rowsHeld { // the rows alias the body until the writer is done with them
+		body.release()
+	}
+	return resp, eerr
+}
+
+// httpBody is a request body, read into a buffer of payloads when its
+// length was declared (pooled, as gRPC payloads are) and into memory of
+// its own otherwise (chunked or gzip-compressed bodies).
+type httpBody struct {
+	data   []byte
+	pooled *[]byte
+}
+
+// release gives a pooled body's buffer back, once nothing refers to it.
+func (b *httpBody) release() {
+	if b.pooled != nil {
+		payloads.Put(b.pooled)
+		b.pooled, b.data = nil, nil
+	}
 }
 
 // readBody reads a possibly gzip-compressed body within limit bytes,
 // before and after decompression.
-func readBody(req *http.Request, limit int) ([]byte, *exportError) {
+func readBody(req *http.Request, limit int) (httpBody, *exportError) {
 	var in io.Reader = req.Body
 	switch enc := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
+		if n := req.ContentLength; n >= 0 && n <= int64(limit) {
+			return readDeclared(req.Body, int(n))
+		}
 	case "gzip":
 		raw, eerr := readLimited(in, limit)
 		if eerr != nil {
-			return nil, eerr
+			return httpBody{}, eerr
 		}
 		zr, err := gzip.NewReader(bytes.NewReader(raw))
 		if err != nil {
-			return nil, badRequest("decode", "invalid gzip body: %v", err)
+			return httpBody{}, badRequest("decode", "invalid gzip body: %v", err)
 		}
 		in = zr
 	default:
-		return nil, &exportError{
+		return httpBody{}, &exportError{
 			http: http.StatusUnsupportedMediaType, reason: "content_encoding",
 			msg: fmt.Sprintf("unsupported Content-Encoding %q: send gzip or none", enc),
 		}
 	}
-	return readLimited(in, limit)
+	data, eerr := readLimited(in, limit)
+	return httpBody{data: data}, eerr
+}
+
+// readDeclared reads a body of the n bytes its Content-Length declared
+// into a pooled buffer (net/http ends the body there, and reports a
+// shorter one as an unexpected EOF).
+func readDeclared(body io.Reader, n int) (httpBody, *exportError) {
+	buf := payloads.Get(n)
+	if _, err := io.ReadFull(body, *buf); err != nil {
+		payloads.Put(buf)
+		return httpBody{}, badRequest("decode", "reading the request body: %v", err)
+	}
+	return httpBody{data: *buf, pooled: buf}, nil
 }
 
 func readLimited(r io.Reader, limit int) ([]byte, *exportError) {
