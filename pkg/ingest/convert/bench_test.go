@@ -44,6 +44,7 @@ func BenchmarkDecodeAndConvert(b *testing.B) {
 				if err != nil || len(res.Rejected) > 0 {
 					b.Fatal(err, res.Rejected)
 				}
+				res.Release() // as the pipeline does once the writer took the batch
 			}
 			events := float64(g.Events()) * float64(b.N)
 			b.ReportMetric(events/b.Elapsed().Seconds(), "samples/s")
@@ -80,6 +81,7 @@ func BenchmarkDecodeAndConvertClusterReports(b *testing.B) {
 		if err != nil || len(res.Rejected) > 0 {
 			b.Fatal(err, res.Rejected)
 		}
+		res.Release() // as the pipeline does once the writer took the batch
 		i++
 	}
 	events := float64(g.Events()) / float64(len(bodies))

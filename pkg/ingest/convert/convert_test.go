@@ -569,17 +569,27 @@ func TestConvertKeepsMappingPlacement(t *testing.T) {
 // TestResultOutlivesItsDecoder: Protobuf decodes into pooled tables that
 // the next conversions reuse; a result refers to its payload only, so it
 // is the same after other requests went through the pool.
-func TestResultOutlivesItsDecoder(t *testing.T) {
+// smallReports is the generator's shape of the pooling tests' requests.
+func smallReports() profilegen.Config {
 	cfg := profilegen.DefaultConfig()
 	cfg.SamplesPerSecond, cfg.Pods, cfg.Stacks = 50, 3, 300
-	convertSeed := func(seed uint64) *Result {
-		cfg.Seed = seed
-		payload, err := proto.Marshal(profilegen.New(cfg).Report(time.Unix(1_700_000_000, 0)))
-		require.NoError(t, err)
-		res, err := Protobuf(payload, testOptions())
-		require.NoError(t, err)
-		return res
-	}
+	return cfg
+}
+
+// convertGenerated converts the report of a generator of cfg and seed
+// through Protobuf.
+func convertGenerated(t *testing.T, cfg profilegen.Config, seed uint64) *Result {
+	t.Helper()
+	cfg.Seed = seed
+	payload, err := proto.Marshal(profilegen.New(cfg).Report(time.Unix(1_700_000_000, 0)))
+	require.NoError(t, err)
+	res, err := Protobuf(payload, testOptions())
+	require.NoError(t, err)
+	return res
+}
+
+func TestResultOutlivesItsDecoder(t *testing.T) {
+	convertSeed := func(seed uint64) *Result { return convertGenerated(t, smallReports(), seed) }
 	first := convertSeed(1)
 	want, err := json.Marshal(toGolden(t, first.Batch))
 	require.NoError(t, err)
@@ -594,4 +604,36 @@ func TestResultOutlivesItsDecoder(t *testing.T) {
 		require.NoError(t, err)
 		return string(b)
 	}(), "the requests differ")
+}
+
+// TestReleasedArraysServeLaterConversions: a released result's arrays go
+// to the next conversions, which come out as they do from fresh memory;
+// a result that is not released keeps its own.
+func TestReleasedArraysServeLaterConversions(t *testing.T) {
+	small := smallReports()
+	big := small // more locations and stacks than any small request
+	big.Pods, big.Stacks = 6, 3000
+	convert := func(cfg profilegen.Config, seed uint64) *Result { return convertGenerated(t, cfg, seed) }
+	golden := func(res *Result) string {
+		b, err := json.Marshal(toGolden(t, res.Batch))
+		require.NoError(t, err)
+		return string(b)
+	}
+	want := map[uint64]string{}
+	for seed := uint64(1); seed < 8; seed++ {
+		want[seed] = golden(convert(small, seed)) // never released: fresh arrays
+	}
+	held := convert(small, 1)
+	for round := range 3 {
+		for seed := uint64(2); seed < 8; seed++ {
+			// A larger request released just before: the conversion gets
+			// arrays whose every entry another request used.
+			convert(big, seed+100).Release()
+			res := convert(small, seed)
+			require.JSONEq(t, want[seed], golden(res), "round %d, seed %d", round, seed)
+			res.Release()
+			require.Nil(t, res.Batch.Symbols, "a released batch keeps no symbols")
+		}
+	}
+	require.JSONEq(t, want[1], golden(held))
 }

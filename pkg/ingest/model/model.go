@@ -209,6 +209,12 @@ type Batch struct {
 	// after a crash) is not stored twice. Empty: the samples share an
 	// insert with other requests' under a token of the writer's.
 	DedupToken string
+	// ReleaseSymbols, when set, gives back the memory that Symbols'
+	// stacks and frames point into (the converter's arrays, for the next
+	// conversion). A writer calls it once it copied out the symbols it
+	// keeps and will not read the original ones again; nothing may read
+	// them after the call.
+	ReleaseSymbols func()
 }
 
 // NewBatch returns an empty batch.

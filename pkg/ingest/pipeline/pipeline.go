@@ -151,6 +151,12 @@ func (p *Pipeline) Export(ctx context.Context, req Request) (*Outcome, error) {
 	opts := convert.DefaultOptions(req.Tenant)
 	opts.CPUSamplesAsTime = p.opts.CPUSamplesAsTime
 	res, err := p.convert(ctx, req, opts)
+	handed := false // whether the batch went to the writer
+	defer func() {
+		if res != nil && !handed {
+			res.Release() // a batch that is not written is dropped
+		}
+	}()
 	var werr *WriteError
 	if errors.As(err, &werr) {
 		return &Outcome{}, err
@@ -180,9 +186,15 @@ func (p *Pipeline) Export(ctx context.Context, req Request) (*Outcome, error) {
 		}
 	}
 	res.Batch.DedupToken = req.DedupToken
+	handed = true
 	if err := p.w.Write(ctx, res.Batch); err != nil {
+		// A failed write may still read the batch (its sender gave up
+		// while it was being written): the garbage collector frees it.
 		return out, &WriteError{Err: err}
 	}
+	// The writer is done with the batch; it copied the symbols it writes
+	// before it queued it.
+	res.Release()
 	p.rec.Written(req.Tenant, out.Rows, out.Events)
 	return out, nil
 }

@@ -198,6 +198,10 @@ func (w *Writer) Write(ctx context.Context, b *model.Batch) error {
 		return nil
 	}
 	w.dropKnownSymbols(b)
+	if b.ReleaseSymbols != nil { // the batch now holds copies of the symbols it writes
+		b.ReleaseSymbols()
+		b.ReleaseSymbols = nil
+	}
 	w.mu.Lock()
 	switch {
 	case w.closed:

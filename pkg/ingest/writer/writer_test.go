@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -229,6 +230,50 @@ func TestWriteCommitsEveryTable(t *testing.T) {
 			requireSameRows(t, conn, labels[0], labels[1])
 		})
 	}
+}
+
+// TestSymbolsAreCopiedBeforeTheirMemoryIsReleased: Write calls the
+// batch's ReleaseSymbols once it has copied the symbols it writes, and
+// reads only the copies after that: the converter's arrays the originals
+// live in go to the next conversions, which overwrite them.
+func TestSymbolsAreCopiedBeforeTheirMemoryIsReleased(t *testing.T) {
+	srv := chtest.Get(t)
+	conn := srv.Open(t)
+	tables := migrated(t, conn)
+	w := newWriter(t, conn, nativeOf(t, srv), tables, nil)
+
+	batch, _ := report(t, 2, 400)
+	want := &model.Batch{Series: batch.Series, Symbols: map[model.ServiceKey]*model.Symbols{}}
+	var frames []*model.Frame
+	var stackIDs [][]uint64
+	for svc, sym := range batch.Symbols {
+		kept := &model.Symbols{}
+		for _, st := range sym.Stacks {
+			kept.Stacks = append(kept.Stacks, model.Stack{ID: st.ID, FrameIDs: slices.Clone(st.FrameIDs)})
+			stackIDs = append(stackIDs, st.FrameIDs)
+		}
+		for _, f := range sym.Frames {
+			kept.Frames = append(kept.Frames, new(*f))
+			frames = append(frames, f)
+		}
+		want.Symbols[svc] = kept
+	}
+	require.NotEmpty(t, frames)
+	released := false
+	batch.ReleaseSymbols = func() { // what the next conversion does to the arrays
+		released = true
+		for _, f := range frames {
+			*f = model.Frame{ID: f.ID ^ 1, FunctionName: "overwritten"}
+		}
+		for _, ids := range stackIDs {
+			clear(ids)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, w.Write(ctx, batch))
+	require.True(t, released)
+	requireMetadataStored(t, conn, tables, want)
 }
 
 func TestWriteCombinesConcurrentRequestsAndWritesSymbolsOnce(t *testing.T) {
