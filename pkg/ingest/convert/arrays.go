@@ -43,7 +43,8 @@ func (a *arrayPool[T]) put(s []T) {
 }
 
 // The converter's largest arrays. frames and stackIDs are pointed into by
-// the batch's symbols, so they come back through Result.Release; locs
+// the batch's symbols, so they come back once the writer copied the
+// symbols it writes (Batch.ReleaseSymbols) or through Result.Release; locs
 // and stacks are the converter's own and come back when it is done.
 var (
 	framesPool   arrayPool[model.Frame]
