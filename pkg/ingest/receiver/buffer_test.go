@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -15,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -74,6 +74,9 @@ func batchText(b *model.Batch) string {
 func TestRowsHeldByTheWriterKeepTheirPayload(t *testing.T) {
 	for _, protocol := range []string{"grpc", "http"} {
 		t.Run(protocol, func(t *testing.T) {
+			// One processor: a buffer given back goes to the pool of the
+			// processor that gave it back, and the next request must find it.
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 			w := &holdingWriter{returned: make(chan struct{})}
 			cfg := DefaultConfig()
 			cfg.GRPCListenAddress, cfg.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
@@ -100,21 +103,9 @@ func TestRowsHeldByTheWriterKeepTheirPayload(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the request the sender gave up on did not end")
 			}
-			// Sent five times from two senders: a buffer given back goes to
-			// the pool of the processor that gave it back, so requests on
-			// both processors are needed to reuse it.
-			var g errgroup.Group
-			for sender := range 2 {
-				g.Go(func() error {
-					for i := range 5 * len(later) {
-						if err := export(context.Background(), later[(i+sender)%len(later)]); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
+			for _, req := range later {
+				require.NoError(t, export(context.Background(), req))
 			}
-			require.NoError(t, g.Wait())
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			require.Equal(t, batchText(want.Batch), batchText(w.held))

@@ -29,7 +29,8 @@ type grpcService struct {
 
 // rawRequest is an Export request's protobuf encoding, in a pooled buffer
 // that the handler holds a reference to (the received frames are copied
-// into one of payloads, or it is the one buffer they came in). undecodable,
+// into one of payloads, or it is the one buffer they came in; an OTLP/HTTP
+// body of a declared length is read into one of payloads). undecodable,
 // when set, says why its gzip body could not be decompressed
 // (requestDecompressor), and payload is empty.
 type rawRequest struct {
@@ -51,6 +52,15 @@ func (r *rawRequest) release() {
 	if r.buf != nil {
 		r.buf.Free()
 		r.buf, r.payload = nil, nil
+	}
+}
+
+// answered releases the payload once its request was answered with eerr,
+// unless the writer may still read the rows, which alias the payload
+// (eerr.rowsHeld): that one is left to the garbage collector.
+func (r *rawRequest) answered(eerr *exportError) {
+	if eerr == nil || !eerr.rowsHeld {
+		r.release()
 	}
 }
 
@@ -147,9 +157,7 @@ func (s *grpcService) Export(ctx context.Context, req *rawRequest) (*collectorpb
 	var resp *collectorpb.ExportProfilesServiceResponse
 	var eerr *exportError
 	selftrace.Do(ctx, func(ctx context.Context) { resp, eerr = s.export(ctx, md, req) })
-	if eerr == nil || !eerr.rowsHeld { // the rows alias the payload until the writer is done with them
-		req.release()
-	}
+	req.answered(eerr)
 	code := codes.OK
 	if eerr != nil {
 		code = eerr.code()

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -87,43 +88,27 @@ func (r *Receiver) exportHTTP(req *http.Request, contentType string) (*collector
 	if eerr != nil {
 		return nil, eerr
 	}
-	r.metrics.requestBytes.Observe(float64(len(body.data)))
+	r.metrics.requestBytes.Observe(float64(len(body.payload)))
 	if contentType == contentJSON {
-		converted, err := jsonToProtobuf(body.data)
+		converted, err := jsonToProtobuf(body.payload)
 		body.release() // the protobuf encoding is a copy: nothing refers to the JSON
 		if err != nil {
 			return nil, badRequest("decode", "cannot decode the %s body as an ExportProfilesServiceRequest: %v", contentType, err)
 		}
-		body = httpBody{data: converted}
+		body = &rawRequest{payload: converted}
 	}
 	ctx, cancel := contextWithTimeout(req.Context(), r.cfg.RequestTimeout)
 	defer cancel()
-	resp, eerr := r.export(ctx, tenant, body.data)
-	if eerr == nil || !eerr.rowsHeld { // the rows alias the body until the writer is done with them
-		body.release()
-	}
+	resp, eerr := r.export(ctx, tenant, body.payload)
+	body.answered(eerr)
 	return resp, eerr
 }
 
-// httpBody is a request body, read into a buffer of payloads when its
-// length was declared (pooled, as gRPC payloads are) and into memory of
-// its own otherwise (chunked or gzip-compressed bodies).
-type httpBody struct {
-	data   []byte
-	pooled *[]byte
-}
-
-// release gives a pooled body's buffer back, once nothing refers to it.
-func (b *httpBody) release() {
-	if b.pooled != nil {
-		payloads.Put(b.pooled)
-		b.pooled, b.data = nil, nil
-	}
-}
-
 // readBody reads a possibly gzip-compressed body within limit bytes,
-// before and after decompression.
-func readBody(req *http.Request, limit int) (httpBody, *exportError) {
+// before and after decompression: one of a declared length into a buffer
+// of payloads (pooled, as gRPC payloads are), chunked or compressed ones
+// into memory of their own.
+func readBody(req *http.Request, limit int) (*rawRequest, *exportError) {
 	var in io.Reader = req.Body
 	switch enc := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
@@ -133,33 +118,36 @@ func readBody(req *http.Request, limit int) (httpBody, *exportError) {
 	case "gzip":
 		raw, eerr := readLimited(in, limit)
 		if eerr != nil {
-			return httpBody{}, eerr
+			return nil, eerr
 		}
 		zr, err := gzip.NewReader(bytes.NewReader(raw))
 		if err != nil {
-			return httpBody{}, badRequest("decode", "invalid gzip body: %v", err)
+			return nil, badRequest("decode", "invalid gzip body: %v", err)
 		}
 		in = zr
 	default:
-		return httpBody{}, &exportError{
+		return nil, &exportError{
 			http: http.StatusUnsupportedMediaType, reason: "content_encoding",
 			msg: fmt.Sprintf("unsupported Content-Encoding %q: send gzip or none", enc),
 		}
 	}
 	data, eerr := readLimited(in, limit)
-	return httpBody{data: data}, eerr
+	if eerr != nil {
+		return nil, eerr
+	}
+	return &rawRequest{payload: data}, nil
 }
 
 // readDeclared reads a body of the n bytes its Content-Length declared
-// into a pooled buffer (net/http ends the body there, and reports a
+// into a buffer of payloads (net/http ends the body there, and reports a
 // shorter one as an unexpected EOF).
-func readDeclared(body io.Reader, n int) (httpBody, *exportError) {
-	buf := payloads.Get(n)
-	if _, err := io.ReadFull(body, *buf); err != nil {
-		payloads.Put(buf)
-		return httpBody{}, badRequest("decode", "reading the request body: %v", err)
+func readDeclared(body io.Reader, n int) (*rawRequest, *exportError) {
+	data := payloads.Get(n)
+	if _, err := io.ReadFull(body, *data); err != nil {
+		payloads.Put(data)
+		return nil, badRequest("decode", "reading the request body: %v", err)
 	}
-	return httpBody{data: *buf, pooled: buf}, nil
+	return &rawRequest{buf: mem.NewBuffer(data, &payloads), payload: *data}, nil
 }
 
 func readLimited(r io.Reader, limit int) ([]byte, *exportError) {
