@@ -53,13 +53,14 @@ var (
 	stacksPool   arrayPool[stackEntry]
 )
 
-// symbolArrays are the arrays a Result's symbols point into.
+// symbolArrays are the arrays a batch's symbols point into.
 type symbolArrays struct {
 	frames   []model.Frame
 	stackIDs []uint64
 }
 
-// put gives the arrays back; nothing may point into them any more.
+// put gives the arrays back (once: a second call does nothing); nothing
+// may point into them any more.
 func (a *symbolArrays) put() {
 	framesPool.put(a.frames)
 	stackIDsPool.put(a.stackIDs)
@@ -73,8 +74,8 @@ func (a *symbolArrays) put() {
 // returned nil, or when the batch is not written. A result that is not
 // released is freed by the garbage collector, as any other.
 func (r *Result) Release() {
-	if r.arrays != nil {
-		r.arrays.put()
+	if release := r.Batch.ReleaseSymbols; release != nil {
+		release()
 	}
 	r.Batch.Symbols, r.Batch.ReleaseSymbols = nil, nil
 }

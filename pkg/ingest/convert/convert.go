@@ -61,8 +61,6 @@ type Result struct {
 	Profiles int
 	// Rejected lists the profiles that were not accepted, and why.
 	Rejected []Rejection
-
-	arrays *symbolArrays // what the batch's symbols point into (Release)
 }
 
 // Accepted is the number of profiles whose rows are in the batch.
@@ -156,8 +154,7 @@ func convertValid(req *otlpwire.Request, opts Options) (*Result, error) {
 		c.resource(ri, &req.Resources[ri], res)
 	}
 	c.emitSymbols(res.Batch)
-	res.arrays = &symbolArrays{frames: c.frames, stackIDs: c.stackIDs}
-	res.Batch.ReleaseSymbols = res.arrays.put
+	res.Batch.ReleaseSymbols = (&symbolArrays{frames: c.frames, stackIDs: c.stackIDs}).put
 	c.release()
 	return res, nil
 }
