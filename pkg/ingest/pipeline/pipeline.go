@@ -151,10 +151,14 @@ func (p *Pipeline) Export(ctx context.Context, req Request) (*Outcome, error) {
 	opts := convert.DefaultOptions(req.Tenant)
 	opts.CPUSamplesAsTime = p.opts.CPUSamplesAsTime
 	res, err := p.convert(ctx, req, opts)
-	handed := false // whether the batch went to the writer
+	writeFailed := false
 	defer func() {
-		if res != nil && !handed {
-			res.Release() // a batch that is not written is dropped
+		// A written batch is done with (the writer copied the symbols it
+		// writes before it queued it), one not handed to the writer is
+		// dropped. A failed write may still read its batch (its sender gave
+		// up while it was being written): the garbage collector frees it.
+		if res != nil && !writeFailed {
+			res.Release()
 		}
 	}()
 	var werr *WriteError
@@ -186,15 +190,10 @@ func (p *Pipeline) Export(ctx context.Context, req Request) (*Outcome, error) {
 		}
 	}
 	res.Batch.DedupToken = req.DedupToken
-	handed = true
 	if err := p.w.Write(ctx, res.Batch); err != nil {
-		// A failed write may still read the batch (its sender gave up
-		// while it was being written): the garbage collector frees it.
+		writeFailed = true
 		return out, &WriteError{Err: err}
 	}
-	// The writer is done with the batch; it copied the symbols it writes
-	// before it queued it.
-	res.Release()
 	p.rec.Written(req.Tenant, out.Rows, out.Events)
 	return out, nil
 }
