@@ -112,10 +112,10 @@ func (e *profilesExporter) shutdown(ctx context.Context) error {
 // from pdata into the form the ingest decodes the wire into (pdatawire),
 // or, when pdata does not show everything the wire holds or a persistent
 // queue needs a token of the request's content, encoded with pprofile's
-// protobuf encoding and decoded as the ingest does. Errors: permanent for
-// profiles that fail validation (after the valid rest is written), for the
-// whole request when it cannot be stored at all, and for an encoding
-// failure; retryable for everything on ClickHouse's side.
+// protobuf encoding and decoded as the ingest does (pdatawire.Encode).
+// Errors: permanent for profiles that fail validation (after the valid
+// rest is written) and for the whole request when it cannot be stored at
+// all; retryable for everything on ClickHouse's side.
 func (e *profilesExporter) push(ctx context.Context, pd pprofile.Profiles) error {
 	if e.pipeline == nil {
 		return errors.New("flamehouse exporter: not started")
@@ -125,13 +125,9 @@ func (e *profilesExporter) push(ctx context.Context, pd pprofile.Profiles) error
 		req.Decoded, _ = pdatawire.Request(pd) // nil when it must go the wire way
 	}
 	if req.Decoded == nil {
-		payload, err := (&pprofile.ProtoMarshaler{}).MarshalProfiles(pd)
-		if err != nil {
-			return consumererror.NewPermanent(fmt.Errorf("encode profiles: %w", err))
-		}
-		req.Payload = payload
+		req.Payload, req.AdjustDecoded = pdatawire.Encode(pd)
 		if e.tokens {
-			req.DedupToken = contentToken(e.cfg.Tenant, payload)
+			req.DedupToken = contentToken(e.cfg.Tenant, req.Payload)
 		}
 	}
 	out, err := e.pipeline.Export(ctx, req)

@@ -45,6 +45,11 @@ type Options struct {
 	MaxFutureSkew time.Duration
 	// Now returns the receive time (used for profiles without a time).
 	Now func() time.Time
+	// AdjustDecoded, when set, changes a payload's decoding before it is
+	// validated: the Collector exporter undoes there what pdata's encoder
+	// adds to a request (pdatawire.Encode), so that the request is
+	// answered as the exporter received it.
+	AdjustDecoded func(*otlpwire.Request)
 }
 
 // DefaultOptions returns the defaults for a tenant.
@@ -90,6 +95,9 @@ func Protobuf(payload []byte, opts Options) (*Result, error) {
 	req, err := dec.Decode(payload)
 	if err != nil {
 		return nil, &RequestError{Reason: ReasonMalformed, Message: "rejected the request: it is not a valid protobuf ExportProfilesServiceRequest: " + err.Error()}
+	}
+	if opts.AdjustDecoded != nil {
+		opts.AdjustDecoded(req)
 	}
 	return Decoded(req, opts) // the result refers to the payload, never to the decoder's tables
 }

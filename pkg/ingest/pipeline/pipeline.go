@@ -90,6 +90,9 @@ type Request struct {
 	// not used (the Collector exporter fills it from pdata; see
 	// convert.Decoded). The rows alias it until Export returns.
 	Decoded *otlpwire.Request
+	// AdjustDecoded, when set, changes Payload's decoding before it is
+	// converted (convert.Options.AdjustDecoded).
+	AdjustDecoded func(*otlpwire.Request)
 	// DedupToken, when set, makes the request's samples an insert of their
 	// own under this deduplication token (model.Batch.DedupToken).
 	DedupToken string
@@ -150,6 +153,7 @@ func (e *WriteError) Unwrap() error { return e.Err }
 func (p *Pipeline) Export(ctx context.Context, req Request) (*Outcome, error) {
 	opts := convert.DefaultOptions(req.Tenant)
 	opts.CPUSamplesAsTime = p.opts.CPUSamplesAsTime
+	opts.AdjustDecoded = req.AdjustDecoded
 	res, err := p.convert(ctx, req, opts)
 	writeFailed := false
 	defer func() {

@@ -12,8 +12,16 @@
 // Decode refuses (invalid UTF-8, nesting beyond protobuf's recursion limit,
 // and entity references, which Decode validates). When a request holds any
 // of these, or a map key is empty, Request reports false and the caller
-// encodes the request and decodes it as the ingest service does, so every
-// request is still answered as the ingest answers it.
+// encodes the request with Encode and decodes it as the ingest service
+// does, so every request is still answered as the ingest answers it.
+//
+// pdata's encoder does not encode pd as it holds it: it moves the strings
+// of resource and scope attributes into the string table, appending those
+// not there yet (and does so in pd itself unless pd is read-only). A
+// request whose string table grew in the encoder would be answered
+// differently: an index that was out of range could name an appended
+// string, and a rejection names the table's length. Encode's Adjust undoes
+// that in the decoding, so that both ways answer the same.
 package pdatawire
 
 import (
@@ -348,4 +356,101 @@ func (b *builder) profile(p pprofile.Profile, out *otlpwire.Profile) {
 
 func valueType(vt pprofile.ValueType) otlpwire.ValueType {
 	return otlpwire.ValueType{TypeStrindex: vt.TypeStrindex(), UnitStrindex: vt.UnitStrindex()}
+}
+
+// Encode returns pd's protobuf encoding for the wire way, and the
+// function that undoes in its decoding what the encoder added (see the
+// package comment): hand both to the pipeline (pipeline.Request's Payload
+// and AdjustDecoded). pd's resource and scope attributes are copied first,
+// since the encoder rewrites them when pd is not read-only.
+func Encode(pd pprofile.Profiles) (payload []byte, adjust func(*otlpwire.Request)) {
+	held := heldAttributes(pd)
+	payload, _ = (&pprofile.ProtoMarshaler{}).MarshalProfiles(pd) // it never fails
+	return payload, held.restore
+}
+
+// attributes is pd's string table length and the resource and scope
+// attributes as pdata shows them, in the order they are encoded.
+type attributes struct {
+	strings int
+	maps    []pcommon.Map // per resource: its own, then its scopes'
+}
+
+func heldAttributes(pd pprofile.Profiles) *attributes {
+	a := &attributes{strings: pd.Dictionary().StringTable().Len()}
+	rps := pd.ResourceProfiles()
+	for i := range rps.Len() {
+		rp := rps.At(i)
+		a.maps = append(a.maps, copied(rp.Resource().Attributes()))
+		for j, sps := 0, rp.ScopeProfiles(); j < sps.Len(); j++ {
+			a.maps = append(a.maps, copied(sps.At(j).Scope().Attributes()))
+		}
+	}
+	return a
+}
+
+func copied(m pcommon.Map) pcommon.Map {
+	c := pcommon.NewMap()
+	m.CopyTo(c)
+	return c
+}
+
+// restore puts back into r, the decoding of the encoding, the keys and
+// string values that the encoder turned into string table references,
+// and cuts the string table back to its length in pd. A reference pdata
+// kept hidden (its key reads as empty, its value holds no string) is left
+// as it came: the sender's own, out of range or not.
+func (a *attributes) restore(r *otlpwire.Request) {
+	next := 0
+	take := func(kvs []otlpwire.KeyValue) {
+		if next < len(a.maps) {
+			restoreKeyValues(kvs, a.maps[next])
+		}
+		next++
+	}
+	for i := range r.Resources {
+		rp := &r.Resources[i]
+		take(rp.Resource.Attributes)
+		for j := range rp.Scopes {
+			take(rp.Scopes[j].Scope.Attributes)
+		}
+	}
+	if len(r.Dictionary.Strings) > a.strings {
+		r.Dictionary.Strings = r.Dictionary.Strings[:a.strings]
+	}
+}
+
+func restoreKeyValues(kvs []otlpwire.KeyValue, m pcommon.Map) {
+	if len(kvs) != m.Len() {
+		return // not the encoding of m: left to the conversion as it is
+	}
+	i := 0
+	for k, v := range m.All() {
+		kv := &kvs[i]
+		i++
+		if k != "" {
+			kv.Key, kv.KeyStrindex = k, 0
+		}
+		restoreValue(&kv.Value, v)
+	}
+}
+
+func restoreValue(av *otlpwire.AnyValue, v pcommon.Value) {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		if s := v.Str(); s != "" && av.Kind == otlpwire.KindStringStrindex {
+			av.Kind, av.Str, av.Strindex = otlpwire.KindString, s, 0
+		}
+	case pcommon.ValueTypeMap:
+		restoreKeyValues(av.Kvlist, v.Map())
+	case pcommon.ValueTypeSlice:
+		s := v.Slice()
+		if len(av.Array) != s.Len() {
+			return
+		}
+		for i := range av.Array {
+			restoreValue(&av.Array[i], s.At(i))
+		}
+	default:
+	}
 }

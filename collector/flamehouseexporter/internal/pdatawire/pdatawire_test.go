@@ -1,6 +1,7 @@
 package pdatawire
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -164,42 +165,44 @@ func TestRequestIsWhatDecodeGives(t *testing.T) {
 }
 
 // requireSameAsDecode requires Request of pdata's decoding of wire to equal
-// Decode of pdata's encoding, and both to convert to the same rows and
-// rejections; the result outlives the Request's release. It returns the
-// conversion's result when Request took the request natively, nil when
-// pdata refuses wire or Request declines it.
+// Decode of Encode's encoding once adjusted, and both to convert to the
+// same rows and rejections, the wire way as the pipeline takes it
+// (convert.Protobuf with the adjustment); the result outlives the
+// Request's release. It returns the conversion's result when Request took
+// the request natively, nil when pdata refuses wire or Request declines it
+// (the wire way must then still answer without failing).
 func requireSameAsDecode(t *testing.T, wire []byte) *convert.Result {
 	t.Helper()
 	pd, err := (&pprofile.ProtoUnmarshaler{}).UnmarshalProfiles(wire)
 	if err != nil {
 		return nil
 	}
+	opts := convert.DefaultOptions("t")
+	opts.Now = func() time.Time { return start.Add(time.Minute) }
 	native, ok := Request(pd)
 	if !ok {
+		encoded, adjust := Encode(pd)
+		opts.AdjustDecoded = adjust
+		res, _ := convert.Protobuf(encoded, opts)
+		if res != nil {
+			res.Release()
+		}
 		return nil
 	}
 	// Back to the pool once compared, so that the next cases and fuzz
 	// inputs are built in tables that held other requests.
 	defer Release(native)
-	encoded, err := (&pprofile.ProtoMarshaler{}).MarshalProfiles(pd)
-	require.NoError(t, err)
+	got, gotErr := convert.Decoded(native, opts)
+	// Encode rewrites pd's attributes: after the native conversion, as
+	// the exporter does it only when Request declined.
+	encoded, adjust := Encode(pd)
 	decoded, err := otlpwire.Decode(encoded)
 	require.NoError(t, err, "Request took a request that Decode refuses")
-	// pprofile's encoding moves resource and scope attribute strings into
-	// the string table (key_strindex, string_value_strindex), appending
-	// those not there yet; expand resolves them.
-	require.GreaterOrEqual(t, len(decoded.Dictionary.Strings), len(native.Dictionary.Strings))
-	want := expand(decoded)
-	prefix := *decoded
-	prefix.Dictionary.Strings = decoded.Dictionary.Strings[:len(native.Dictionary.Strings)]
-	wantTables := expand(&prefix)
-	require.Equal(t, wantTables.(map[string]any)["Dictionary"], expand(native).(map[string]any)["Dictionary"]) //nolint:forcetypeassert // expand of a Request
-	require.Equal(t, want.(map[string]any)["Resources"], expand(native).(map[string]any)["Resources"])         //nolint:forcetypeassert // expand of a Request
+	adjust(decoded)
+	require.Equal(t, expand(decoded), expand(native))
 
-	opts := convert.DefaultOptions("t")
-	opts.Now = func() time.Time { return start.Add(time.Minute) }
-	wantRes, wantErr := convert.Decoded(decoded, opts)
-	got, gotErr := convert.Decoded(native, opts)
+	opts.AdjustDecoded = adjust
+	wantRes, wantErr := convert.Protobuf(encoded, opts)
 	require.Equal(t, wantErr, gotErr)
 	for _, res := range []*convert.Result{wantRes, got} {
 		if res != nil {
@@ -385,4 +388,54 @@ func spanElements(r *otlpwire.Request, field string, s otlpwire.Span) any {
 	default: // AttributeIndices, LocationIndices
 		return r.Int32Slice(s)
 	}
+}
+
+// TestEncodeAnswersAsPdataHoldsIt: an index just past the string table is
+// out of range however the request goes, although pdata's encoder appends
+// the resource attributes' strings there; and a hidden out-of-range key
+// reference stays the sender's.
+func TestEncodeAnswersAsPdataHoldsIt(t *testing.T) {
+	pd := everything()
+	strs := pd.Dictionary().StringTable().Len()
+	pd.Dictionary().FunctionTable().At(1).SetFilenameStrindex(int32(strs)) //nolint:gosec // a short table
+	res := pd.ResourceProfiles().At(0).Resource().Attributes()
+	res.PutStr("only.here", "a value no table holds")
+
+	native, ok := Request(pd)
+	require.True(t, ok)
+	defer Release(native)
+	opts := convert.DefaultOptions("t")
+	opts.Now = func() time.Time { return start.Add(time.Minute) }
+	rejected := func(res *convert.Result, err error) []convert.Rejection {
+		require.NoError(t, err)
+		defer res.Release()
+		return res.Rejected
+	}
+	nativeRejected := rejected(convert.Decoded(native, opts))
+	require.Len(t, nativeRejected, 2, "the function's filename and everything()'s out-of-range stack")
+	assert.Contains(t, nativeRejected[0].Message, fmt.Sprintf("filename_strindex %d is out of range (string_table has %d entries)", strs, strs))
+
+	encoded, adjust := Encode(pd)
+	assert.NotEqual(t, nativeRejected, rejected(convert.Protobuf(encoded, opts)), "pdata's encoder put the index in range")
+	opts.AdjustDecoded = adjust
+	require.Equal(t, nativeRejected, rejected(convert.Protobuf(encoded, opts)))
+
+	// A key reference just past the table, which pdata keeps hidden, and a
+	// new attribute whose strings the encoder appends at that very index.
+	hidden := everything()
+	var past int32
+	onTheWire(func(r *collectorpb.ExportProfilesServiceRequest) {
+		past = int32(len(r.Dictionary.StringTable)) //nolint:gosec // a short table
+		r.ResourceProfiles[0].Resource.Attributes[0] = &commonpb.KeyValue{KeyStrindex: past}
+	})(hidden)
+	hidden.ResourceProfiles().At(0).Resource().Attributes().PutStr("only.here", "a value no table holds")
+	_, ok = Request(hidden)
+	require.False(t, ok, "a hidden key goes the wire way")
+	encoded, adjust = Encode(hidden)
+	decoded, err := otlpwire.Decode(encoded)
+	require.NoError(t, err)
+	require.Greater(t, len(decoded.Dictionary.Strings), int(past), "the encoder appended at the hidden index")
+	adjust(decoded)
+	require.Len(t, decoded.Dictionary.Strings, int(past))
+	assert.Equal(t, past, decoded.Resources[0].Resource.Attributes[0].KeyStrindex, "the sender's reference, out of range again")
 }
