@@ -1,6 +1,6 @@
 import type { PluginOptions } from '@grafana/plugin-e2e';
 import { defineConfig, devices } from '@playwright/test';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 
 /**
  * Browser tests (tests/*.spec.ts) against a real Grafana with the plugin, the provisioning of provisioning/ and a
@@ -15,7 +15,6 @@ import { dirname, join } from 'node:path';
  */
 
 const grafanaUrl = process.env.GRAFANA_URL;
-const pluginE2eAuth = `${dirname(require.resolve('@grafana/plugin-e2e'))}/auth`;
 const artifacts = process.env.FLAMEHOUSE_E2E_ARTIFACTS || join(__dirname, 'test-results', 'e2e');
 
 // Said once, by the runner (workers load this file too, with TEST_WORKER_INDEX set).
@@ -61,17 +60,7 @@ export default defineConfig<PluginOptions>({
     screenshot: 'only-on-failure',
     trace: 'retain-on-failure',
   },
-  // With a Grafana: log in once (plugin-e2e's auth setup, admin/admin unless
-  // GRAFANA_ADMIN_USER / GRAFANA_ADMIN_PASSWORD say otherwise), then run every
-  // spec with that session. Without one: no login, so nothing needs a browser.
-  projects: grafanaUrl
-    ? [
-        { name: 'auth', testDir: pluginE2eAuth, testMatch: [/.*\.js/], use: browser },
-        {
-          name: 'chromium',
-          use: { ...browser, storageState: 'playwright/.auth/admin.json' },
-          dependencies: ['auth'],
-        },
-      ]
-    : [{ name: 'chromium', use: browser }],
+  // Every spec signs in afresh (tests/fixtures.ts: admin/admin unless GRAFANA_ADMIN_USER / GRAFANA_ADMIN_PASSWORD
+  // say otherwise), so that Grafana's session rotation never catches a stored session, however long the run takes.
+  projects: [{ name: 'chromium', use: browser }],
 });

@@ -190,6 +190,10 @@ preinstall_disabled = true
 public_key_retrieval_disabled = true
 [news]
 news_feed_enabled = false
+[auth]
+# Grafana's shortest session rotation: the specs sign in afresh each
+# (tests/fixtures.ts), and every run crosses many rotations to prove it.
+token_rotation_interval_minutes = 2
 [log]
 mode = console
 INI

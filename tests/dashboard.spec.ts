@@ -1,4 +1,4 @@
-import { expect, test } from '@grafana/plugin-e2e';
+import { expect, test } from './fixtures';
 
 import { CPU, DASHBOARD_FILE, FLAME_GRAPH, FrameJSON, SERVICE, SKIP_REASON, column, screenshot } from './helpers';
 
