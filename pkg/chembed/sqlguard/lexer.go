@@ -1,4 +1,4 @@
-package chembed
+package sqlguard
 
 import (
 	"fmt"
@@ -76,8 +76,8 @@ func isSpace(c byte) bool {
 }
 
 // syntaxError is a lexing failure at a byte offset.
-func syntaxError(pos int, what string) *Exception {
-	return newException(CodeSyntaxError, "Syntax error at position %d: %s", pos, what)
+func syntaxError(pos int, what string) *Error {
+	return newError(CodeSyntaxError, "Syntax error at position %d: %s", pos, what)
 }
 
 // next returns the next significant token, ok=false at the end of input.

@@ -1,6 +1,18 @@
-package chembed
+// Package sqlguard inspects a client's SQL statement before the embedded
+// ClickHouse engine (package chembed) runs it. The engine runs in
+// ClickHouse's "local" mode, which has no access control, so the guard
+// refuses multi-statements and every way to touch the host (file(), url(),
+// remote(), INTO OUTFILE, FROM INFILE, host-backed table and database
+// engines, SYSTEM, BACKUP and RESTORE), settings that would lift the
+// server's limits, writes in read-only requests, and what a writer or a
+// tenant user may not do; it describes what it accepts (the verb, an
+// INSERT's head, settings, format and where its inline data starts). It
+// tokenizes SQL as the engine does, and nothing else: no parsing, no
+// engine, no I/O.
+package sqlguard
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -37,12 +49,44 @@ var deniedSettings = setOf(
 // (GET requests and readonly=1/2), as on a real server.
 var readOnlyVerbs = setOf("select", "with", "show", "describe", "desc", "exists", "explain")
 
+// IsDeniedSetting reports whether a setting names host files (format
+// schemas and templates) or would lift the server's limits: refused in SQL
+// and in a request's URL settings.
+func IsDeniedSetting(name string) bool { return deniedSettings[name] }
+
+// IsTenantDeniedSetting reports whether a tenant user may not name a
+// setting: the access marker, the query cache's settings (its entries are
+// shared by every tenant) and introspection.
+func IsTenantDeniedSetting(name string) bool {
+	return tenantDeniedNames[name] || strings.HasPrefix(name, "query_cache")
+}
+
 func setOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))
 	for _, n := range names {
 		m[n] = true
 	}
 	return m
+}
+
+// ClickHouse error codes of refused statements (src/Common/ErrorCodes.cpp).
+const (
+	CodeSyntaxError  = 62
+	CodeReadonly     = 164
+	CodeAccessDenied = 497
+)
+
+// Error is a refused statement: the ClickHouse error code and message the
+// server answers with.
+type Error struct {
+	Code    int
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func newError(code int, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // Statement is what the guard learned about an accepted client statement.
@@ -73,17 +117,38 @@ type InsertStatement struct {
 	DataOffset int
 }
 
-// guardOptions are per-request restrictions.
-type guardOptions struct {
-	// readOnly allows only readOnlyVerbs.
-	readOnly bool
-	// role is the user's role: RoleTenant and RoleWriter add the rules of
-	// tenantRules and writerRules. "" is an admin.
-	role Role
-	// tableOnlyFunctions are the engine's table functions that are not
-	// scalar functions (Engine.tableOnlyFunctions).
-	tableOnlyFunctions map[string]bool
+// Options are a request's restrictions beyond the safety rules every
+// statement is held to.
+type Options struct {
+	// ReadOnly allows only statements that read (readOnlyVerbs).
+	ReadOnly bool
+	// Rules adds a writer's or a tenant user's rules.
+	Rules Rules
+	// TableOnlyFunctions are the engine's table functions that are not
+	// scalar functions (chembed's Engine.tableOnlyFunctions); a tenant user
+	// may call only the generators among them.
+	TableOnlyFunctions map[string]bool
 }
+
+// Rules says whose rules apply to a statement besides the safety rules.
+type Rules uint8
+
+const (
+	// RulesAdmin adds none: every statement the safety rules allow.
+	RulesAdmin Rules = iota
+	// RulesWriter allows inserts and the statements a client driver needs
+	// (DESCRIBE, SELECT without FROM), nothing that reads a table.
+	RulesWriter
+	// RulesTenant allows reads only, and none that reads around the
+	// tenant's row policies (system tables describing every tenant's data,
+	// table functions and dictionary lookups, the query cache).
+	RulesTenant
+)
+
+// AccessMarkerSetting is the setting that carries the embedded engine's
+// access marker on every statement (package chembed): a tenant user's SQL
+// may not name it.
+const AccessMarkerSetting = "chdb_client_name"
 
 // Rules for tenant users: the row policies keep other tenants' rows out of
 // every read of a tenant table; these keep a tenant user from reading
@@ -95,9 +160,9 @@ var (
 	tenantShowObjects = setOf("tables", "databases", "columns", "fields", "create", "full", "dictionaries")
 	// tenantDeniedNames are settings a tenant user's SQL may not name: the
 	// access marker (the query cache's tag; the query cache's entries are
-	// shared by the engine's single user: "query_cache*" is refused too)
-	// and introspection.
-	tenantDeniedNames = setOf(markerSetting, "use_query_cache", "enable_reads_from_query_cache",
+	// shared by the engine's single user: "query_cache*" is refused too,
+	// IsTenantDeniedSetting) and introspection.
+	tenantDeniedNames = setOf(AccessMarkerSetting, "use_query_cache", "enable_reads_from_query_cache",
 		"enable_writes_to_query_cache", "allow_introspection_functions", "profile")
 	// tenantSystemTables are the system tables a tenant user may read: none
 	// of them describes tables' contents, parts, queries or users.
@@ -118,12 +183,12 @@ var (
 // than holding data (system, information_schema in either case).
 func IsSystemDatabase(name string) bool { return systemDatabases[strings.ToLower(name)] }
 
-// inspect checks one client statement against the safety rules and
-// describes it. Errors are *Exception values that the server sends back
-// as-is: SYNTAX_ERROR for multi-statements and what the engine could not
-// tokenize, ACCESS_DENIED for host access, READONLY for writes in read-only
-// requests.
-func inspect(sql string, opts guardOptions) (*Statement, error) {
+// Inspect checks one client statement against the safety rules and
+// describes it. Errors are *Error values that the server sends back as
+// ClickHouse exceptions: SYNTAX_ERROR for multi-statements and what the
+// engine could not tokenize, ACCESS_DENIED for host access, READONLY for
+// writes in read-only requests.
+func Inspect(sql string, opts Options) (*Statement, error) {
 	g := guard{lex: lexer{src: sql}}
 	return g.run(opts)
 }
@@ -140,20 +205,20 @@ type guard struct {
 	// INSERT turned out to be INSERT ... SELECT.
 	settingsAt, formatAt int
 	insertDone           bool
-	opts                 guardOptions
+	opts                 Options
 }
 
 // checkRoleVerb applies a writer's and a tenant user's rules to the
 // statement's first keyword.
 func (g *guard) checkRoleVerb() error {
 	verb := g.stmt.Verb
-	switch g.opts.role {
-	case RoleTenant:
+	switch g.opts.Rules {
+	case RulesTenant:
 		if !tenantVerbs[verb] {
-			return newException(CodeReadonly, "Cannot execute %s: a tenant user may only read (SELECT, SHOW, DESCRIBE, EXISTS, EXPLAIN)",
+			return newError(CodeReadonly, "Cannot execute %s: a tenant user may only read (SELECT, SHOW, DESCRIBE, EXISTS, EXPLAIN)",
 				strings.ToUpper(verb))
 		}
-	case RoleWriter:
+	case RulesWriter:
 		switch verb {
 		case "insert", "select", "with", "describe", "desc", "exists":
 		default:
@@ -167,16 +232,16 @@ func (g *guard) checkRoleVerb() error {
 // token.
 func (g *guard) checkRole(t token) error {
 	n := len(g.toks)
-	switch g.opts.role {
-	case RoleWriter:
+	switch g.opts.Rules {
+	case RulesWriter:
 		// A writer's SELECT may compute (SELECT 1, the driver's hello)
 		// but not read a table.
 		if (g.stmt.Verb == "select" || g.stmt.Verb == "with") && t.is("from") {
 			return accessDenied("a writer may not read tables")
 		}
-	case RoleTenant:
+	case RulesTenant:
 		name := t.name()
-		if tenantDeniedNames[name] || strings.HasPrefix(name, "query_cache") {
+		if IsTenantDeniedSetting(name) {
 			return accessDenied("%s may not be used by a tenant user", name)
 		}
 		if n == 2 && g.stmt.Verb == "show" && !tenantShowObjects[name] {
@@ -194,7 +259,7 @@ func (g *guard) checkRole(t token) error {
 		}
 		if t.isPunct("(") && n >= 2 {
 			prev := g.toks[n-2].name()
-			if (g.opts.tableOnlyFunctions[prev] && !tenantTableFunctions[prev]) ||
+			if (g.opts.TableOnlyFunctions[prev] && !tenantTableFunctions[prev]) ||
 				strings.HasPrefix(prev, "dict") || strings.HasPrefix(prev, "joinget") {
 				return accessDenied("%s(...) is not allowed for a tenant user (it reads around the tenant's row policy)", g.toks[n-2].text)
 			}
@@ -203,7 +268,7 @@ func (g *guard) checkRole(t token) error {
 	return nil
 }
 
-func (g *guard) run(opts guardOptions) (*Statement, error) {
+func (g *guard) run(opts Options) (*Statement, error) {
 	g.opts = opts
 	for {
 		t, ok, err := g.lex.next()
@@ -217,7 +282,7 @@ func (g *guard) run(opts guardOptions) (*Statement, error) {
 			if t.isPunct(";") {
 				continue
 			}
-			return nil, newException(CodeSyntaxError,
+			return nil, newError(CodeSyntaxError,
 				"Multi-statements are not allowed: %s follows the end of the first statement", t.describe())
 		}
 		if t.isPunct(";") {
@@ -233,16 +298,16 @@ func (g *guard) run(opts guardOptions) (*Statement, error) {
 		}
 	}
 	if g.stmt.Verb == "" {
-		return nil, newException(CodeSyntaxError, "Empty query")
+		return nil, newError(CodeSyntaxError, "Empty query")
 	}
 	if g.formatAt > 0 && g.stmt.Insert == nil && !g.insertDone {
-		return nil, newException(CodeSyntaxError, "Syntax error: INSERT ... FORMAT without a format name")
+		return nil, newError(CodeSyntaxError, "Syntax error: INSERT ... FORMAT without a format name")
 	}
-	if opts.role == RoleWriter && g.stmt.Verb == "insert" && (g.insertDone || g.stmt.Insert == nil) {
+	if opts.Rules == RulesWriter && g.stmt.Verb == "insert" && (g.insertDone || g.stmt.Insert == nil) {
 		return nil, accessDenied("a writer may insert data, not INSERT ... SELECT (it reads)")
 	}
-	if opts.readOnly && !readOnlyVerbs[g.stmt.Verb] {
-		return nil, newException(CodeReadonly, "Cannot execute %s in readonly mode: the request is read-only (GET or readonly setting)",
+	if opts.ReadOnly && !readOnlyVerbs[g.stmt.Verb] {
+		return nil, newError(CodeReadonly, "Cannot execute %s in readonly mode: the request is read-only (GET or readonly setting)",
 			strings.ToUpper(g.stmt.Verb))
 	}
 	return &g.stmt, nil
@@ -295,15 +360,15 @@ func (g *guard) check(t token) error {
 	return nil
 }
 
-func accessDenied(format string, args ...any) *Exception {
-	return newException(CodeAccessDenied, format, args...)
+func accessDenied(format string, args ...any) *Error {
+	return newError(CodeAccessDenied, format, args...)
 }
 
 // setVerb records the first keyword and refuses statements that reach
 // outside the data directory or need a session.
 func (g *guard) setVerb(t token) error {
 	if t.kind != tokWord {
-		return newException(CodeSyntaxError, "Syntax error: statement starts with %s", t.describe())
+		return newError(CodeSyntaxError, "Syntax error: statement starts with %s", t.describe())
 	}
 	verb := strings.ToLower(t.text)
 	g.stmt.Verb = verb

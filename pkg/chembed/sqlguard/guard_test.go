@@ -1,4 +1,4 @@
-package chembed
+package sqlguard
 
 import (
 	"errors"
@@ -41,7 +41,7 @@ func TestInspectAccepts(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			stmt, err := inspect(tc.sql, guardOptions{})
+			stmt, err := Inspect(tc.sql, Options{})
 			require.NoError(t, err)
 			require.Equal(t, tc.verb, stmt.Verb)
 			require.Equal(t, tc.session, stmt.ChangesSession)
@@ -75,7 +75,7 @@ func TestInspectInsertWithData(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			stmt, err := inspect(tc.sql, guardOptions{})
+			stmt, err := Inspect(tc.sql, Options{})
 			require.NoError(t, err)
 			require.NotNil(t, stmt.Insert)
 			require.Equal(t, tc.head, stmt.Insert.Head)
@@ -91,56 +91,56 @@ func TestInspectRefuses(t *testing.T) {
 		name string
 		sql  string
 		code int
-		opts guardOptions
+		opts Options
 	}{
-		{"multi-statement", "SELECT 1; SELECT 2", CodeSyntaxError, guardOptions{}},
-		{"multi-statement hiding a write", "SELECT 1;\nDROP TABLE t", CodeSyntaxError, guardOptions{}},
-		{"file table function", "SELECT * FROM file('/etc/passwd', 'LineAsString')", CodeAccessDenied, guardOptions{}},
-		{"file scalar function", "SELECT file('/etc/hostname')", CodeAccessDenied, guardOptions{}},
-		{"upper case and space", "SELECT * FROM FILE ('/etc/passwd')", CodeAccessDenied, guardOptions{}},
-		{"back-quoted name", "SELECT * FROM `file`('/etc/passwd')", CodeAccessDenied, guardOptions{}},
-		{"double-quoted name", `SELECT * FROM "url"('http://x', CSV)`, CodeAccessDenied, guardOptions{}},
-		{"comment between name and paren", "SELECT * FROM file/**/('/etc/passwd')", CodeAccessDenied, guardOptions{}},
-		{"line comment between name and paren", "SELECT * FROM file -- x\n('/etc/passwd')", CodeAccessDenied, guardOptions{}},
-		{"url", "SELECT * FROM url('http://169.254.169.254/', CSV, 'a String')", CodeAccessDenied, guardOptions{}},
-		{"remote", "SELECT * FROM remote('10.0.0.1', system.one)", CodeAccessDenied, guardOptions{}},
-		{"s3", "SELECT * FROM s3('https://b/k', 'CSV')", CodeAccessDenied, guardOptions{}},
-		{"executable", "SELECT * FROM executable('x.sh', TSV, 'a String')", CodeAccessDenied, guardOptions{}},
-		{"into outfile", "SELECT 1 INTO OUTFILE '/tmp/x'", CodeAccessDenied, guardOptions{}},
-		{"from infile", "INSERT INTO t FROM INFILE '/etc/passwd' FORMAT LineAsString", CodeAccessDenied, guardOptions{}},
-		{"file engine", "CREATE TABLE t (a String) ENGINE = File(TSV)", CodeAccessDenied, guardOptions{}},
-		{"url engine without parens", "CREATE TABLE t (a String) ENGINE URL", CodeAccessDenied, guardOptions{}},
-		{"filesystem database", "CREATE DATABASE d ENGINE = Filesystem('/')", CodeAccessDenied, guardOptions{}},
-		{"dictionary", "CREATE DICTIONARY d (k UInt64, v String) PRIMARY KEY k SOURCE(HTTP(url 'http://x')) LAYOUT(FLAT()) LIFETIME(0)", CodeAccessDenied, guardOptions{}},
-		{"or replace dictionary", "CREATE OR REPLACE DICTIONARY d (k UInt64) PRIMARY KEY k", CodeAccessDenied, guardOptions{}},
-		{"temporary table", "CREATE TEMPORARY TABLE t (a UInt8)", CodeAccessDenied, guardOptions{}},
-		{"system shutdown", "SYSTEM SHUTDOWN", CodeAccessDenied, guardOptions{}},
-		{"system kill", "system kill", CodeAccessDenied, guardOptions{}},
-		{"backup", "BACKUP TABLE t TO Disk('default', 'x.zip')", CodeAccessDenied, guardOptions{}},
-		{"restore", "RESTORE TABLE t FROM Disk('default', 'x.zip')", CodeAccessDenied, guardOptions{}},
-		{"attach", "ATTACH TABLE t FROM '/var/lib/x' (a UInt8) ENGINE = MergeTree ORDER BY a", CodeAccessDenied, guardOptions{}},
-		{"raise execution time", "SELECT 1 SETTINGS max_execution_time = 100000", CodeAccessDenied, guardOptions{}},
-		{"raise execution time, backquoted", "SELECT 1 SETTINGS `max_execution_time` = 100000", CodeAccessDenied, guardOptions{}},
-		{"lift readonly, double-quoted", `SET "ReadOnly" = 0`, CodeAccessDenied, guardOptions{}},
-		{"template file, backquoted", "SELECT 1 SETTINGS `format_template_row` = '/etc/passwd' FORMAT Template", CodeAccessDenied, guardOptions{}},
-		{"template file", "SELECT 1 SETTINGS format_template_row = '/etc/passwd' FORMAT Template", CodeAccessDenied, guardOptions{}},
-		{"function in values", "INSERT INTO t VALUES (file('/etc/passwd'))", CodeAccessDenied, guardOptions{}},
-		{"fake heredoc", "SELECT $x, file('/etc/passwd'), $x", CodeAccessDenied, guardOptions{}},
-		{"number then dot", "SELECT 1.file('/etc/passwd')", CodeSyntaxError, guardOptions{}},
-		{"after hex string", "SELECT x'41', file('/etc/passwd')", CodeAccessDenied, guardOptions{}},
-		{"unclosed string", "SELECT 'abc", CodeSyntaxError, guardOptions{}},
-		{"unclosed comment", "SELECT /* abc", CodeSyntaxError, guardOptions{}},
-		{"unclosed quoted name", "SELECT `abc", CodeSyntaxError, guardOptions{}},
-		{"hash without space", "#!/x\nSELECT 1 #bad", CodeSyntaxError, guardOptions{}},
-		{"empty", " \n -- nothing\n", CodeSyntaxError, guardOptions{}},
-		{"format without name", "INSERT INTO t FORMAT", CodeSyntaxError, guardOptions{}},
-		{"write in read-only request", "INSERT INTO t VALUES (1)", CodeReadonly, guardOptions{readOnly: true}},
-		{"ddl in read-only request", "CREATE TABLE t (a UInt8) ENGINE = Memory", CodeReadonly, guardOptions{readOnly: true}},
+		{"multi-statement", "SELECT 1; SELECT 2", CodeSyntaxError, Options{}},
+		{"multi-statement hiding a write", "SELECT 1;\nDROP TABLE t", CodeSyntaxError, Options{}},
+		{"file table function", "SELECT * FROM file('/etc/passwd', 'LineAsString')", CodeAccessDenied, Options{}},
+		{"file scalar function", "SELECT file('/etc/hostname')", CodeAccessDenied, Options{}},
+		{"upper case and space", "SELECT * FROM FILE ('/etc/passwd')", CodeAccessDenied, Options{}},
+		{"back-quoted name", "SELECT * FROM `file`('/etc/passwd')", CodeAccessDenied, Options{}},
+		{"double-quoted name", `SELECT * FROM "url"('http://x', CSV)`, CodeAccessDenied, Options{}},
+		{"comment between name and paren", "SELECT * FROM file/**/('/etc/passwd')", CodeAccessDenied, Options{}},
+		{"line comment between name and paren", "SELECT * FROM file -- x\n('/etc/passwd')", CodeAccessDenied, Options{}},
+		{"url", "SELECT * FROM url('http://169.254.169.254/', CSV, 'a String')", CodeAccessDenied, Options{}},
+		{"remote", "SELECT * FROM remote('10.0.0.1', system.one)", CodeAccessDenied, Options{}},
+		{"s3", "SELECT * FROM s3('https://b/k', 'CSV')", CodeAccessDenied, Options{}},
+		{"executable", "SELECT * FROM executable('x.sh', TSV, 'a String')", CodeAccessDenied, Options{}},
+		{"into outfile", "SELECT 1 INTO OUTFILE '/tmp/x'", CodeAccessDenied, Options{}},
+		{"from infile", "INSERT INTO t FROM INFILE '/etc/passwd' FORMAT LineAsString", CodeAccessDenied, Options{}},
+		{"file engine", "CREATE TABLE t (a String) ENGINE = File(TSV)", CodeAccessDenied, Options{}},
+		{"url engine without parens", "CREATE TABLE t (a String) ENGINE URL", CodeAccessDenied, Options{}},
+		{"filesystem database", "CREATE DATABASE d ENGINE = Filesystem('/')", CodeAccessDenied, Options{}},
+		{"dictionary", "CREATE DICTIONARY d (k UInt64, v String) PRIMARY KEY k SOURCE(HTTP(url 'http://x')) LAYOUT(FLAT()) LIFETIME(0)", CodeAccessDenied, Options{}},
+		{"or replace dictionary", "CREATE OR REPLACE DICTIONARY d (k UInt64) PRIMARY KEY k", CodeAccessDenied, Options{}},
+		{"temporary table", "CREATE TEMPORARY TABLE t (a UInt8)", CodeAccessDenied, Options{}},
+		{"system shutdown", "SYSTEM SHUTDOWN", CodeAccessDenied, Options{}},
+		{"system kill", "system kill", CodeAccessDenied, Options{}},
+		{"backup", "BACKUP TABLE t TO Disk('default', 'x.zip')", CodeAccessDenied, Options{}},
+		{"restore", "RESTORE TABLE t FROM Disk('default', 'x.zip')", CodeAccessDenied, Options{}},
+		{"attach", "ATTACH TABLE t FROM '/var/lib/x' (a UInt8) ENGINE = MergeTree ORDER BY a", CodeAccessDenied, Options{}},
+		{"raise execution time", "SELECT 1 SETTINGS max_execution_time = 100000", CodeAccessDenied, Options{}},
+		{"raise execution time, backquoted", "SELECT 1 SETTINGS `max_execution_time` = 100000", CodeAccessDenied, Options{}},
+		{"lift readonly, double-quoted", `SET "ReadOnly" = 0`, CodeAccessDenied, Options{}},
+		{"template file, backquoted", "SELECT 1 SETTINGS `format_template_row` = '/etc/passwd' FORMAT Template", CodeAccessDenied, Options{}},
+		{"template file", "SELECT 1 SETTINGS format_template_row = '/etc/passwd' FORMAT Template", CodeAccessDenied, Options{}},
+		{"function in values", "INSERT INTO t VALUES (file('/etc/passwd'))", CodeAccessDenied, Options{}},
+		{"fake heredoc", "SELECT $x, file('/etc/passwd'), $x", CodeAccessDenied, Options{}},
+		{"number then dot", "SELECT 1.file('/etc/passwd')", CodeSyntaxError, Options{}},
+		{"after hex string", "SELECT x'41', file('/etc/passwd')", CodeAccessDenied, Options{}},
+		{"unclosed string", "SELECT 'abc", CodeSyntaxError, Options{}},
+		{"unclosed comment", "SELECT /* abc", CodeSyntaxError, Options{}},
+		{"unclosed quoted name", "SELECT `abc", CodeSyntaxError, Options{}},
+		{"hash without space", "#!/x\nSELECT 1 #bad", CodeSyntaxError, Options{}},
+		{"empty", " \n -- nothing\n", CodeSyntaxError, Options{}},
+		{"format without name", "INSERT INTO t FORMAT", CodeSyntaxError, Options{}},
+		{"write in read-only request", "INSERT INTO t VALUES (1)", CodeReadonly, Options{ReadOnly: true}},
+		{"ddl in read-only request", "CREATE TABLE t (a UInt8) ENGINE = Memory", CodeReadonly, Options{ReadOnly: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := inspect(tc.sql, tc.opts)
-			var ex *Exception
+			_, err := Inspect(tc.sql, tc.opts)
+			var ex *Error
 			require.ErrorAs(t, err, &ex)
 			require.Equal(t, tc.code, ex.Code, ex.Error())
 		})
@@ -149,7 +149,7 @@ func TestInspectRefuses(t *testing.T) {
 
 func TestInspectReadOnlyAllowsReads(t *testing.T) {
 	for _, sql := range []string{"SELECT 1", "SHOW TABLES", "DESCRIBE TABLE system.one", "EXISTS TABLE t", "EXPLAIN SELECT 1", "WITH 1 AS x SELECT x"} {
-		_, err := inspect(sql, guardOptions{readOnly: true})
+		_, err := Inspect(sql, Options{ReadOnly: true})
 		require.NoError(t, err, sql)
 	}
 }
@@ -184,15 +184,15 @@ func FuzzInspect(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
-		for _, opts := range []guardOptions{
+		for _, opts := range []Options{
 			{},
-			{readOnly: true},
-			{role: RoleWriter},
-			{readOnly: true, role: RoleTenant, tableOnlyFunctions: map[string]bool{"merge": true, "mergetreeindex": true}},
+			{ReadOnly: true},
+			{Rules: RulesWriter},
+			{ReadOnly: true, Rules: RulesTenant, TableOnlyFunctions: map[string]bool{"merge": true, "mergetreeindex": true}},
 		} {
-			stmt, err := inspect(sql, opts)
+			stmt, err := Inspect(sql, opts)
 			if err != nil {
-				var ex *Exception
+				var ex *Error
 				if !errors.As(err, &ex) {
 					t.Fatalf("non-Exception error %T: %v", err, err)
 				}
@@ -207,7 +207,7 @@ func FuzzInspect(f *testing.F) {
 				}
 				_, _, _ = InsertTarget(ins.Head)
 			}
-			if opts.role == RoleTenant && !tenantVerbs[stmt.Verb] {
+			if opts.Rules == RulesTenant && !tenantVerbs[stmt.Verb] {
 				t.Fatalf("a tenant user's %q was accepted", stmt.Verb)
 			}
 		}
@@ -227,11 +227,11 @@ func FuzzInspect(f *testing.F) {
 
 func TestInspectHostileHeredocsStayLinear(t *testing.T) {
 	var b strings.Builder
-	for i := 0; b.Len() < DefaultMaxQueryBytes; i++ {
+	for i := 0; b.Len() < 1<<20; i++ { // chembed.DefaultMaxQueryBytes
 		b.WriteString("$" + strconv.Itoa(i) + "$ ")
 	}
-	_, err := inspect("SELECT "+b.String(), guardOptions{})
-	var ex *Exception
+	_, err := Inspect("SELECT "+b.String(), Options{})
+	var ex *Error
 	require.ErrorAs(t, err, &ex)
 	require.Equal(t, CodeSyntaxError, ex.Code)
 }
