@@ -1,4 +1,4 @@
-module github.com/flamehouse/flamehouse/test/otelcol
+module github.com/flamehouse/flamehouse/internal/otelcoltest/collectors/otelcol
 
 go 1.26.5
 

@@ -1,4 +1,4 @@
-module github.com/flamehouse/flamehouse/test/otelcol-clickhouse
+module github.com/flamehouse/flamehouse/internal/otelcoltest/collectors/otelcol-clickhouse
 
 go 1.26.5
 
