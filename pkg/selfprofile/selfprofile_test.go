@@ -30,7 +30,9 @@ func TestValidate(t *testing.T) {
 		{"OTLP endpoint with a query", func(c *Config) { c.TracesOTLPEndpoint = "http://tempo:4318/?x=1" }, []string{"no query or fragment"}},
 		{"interval too short", func(c *Config) { c.Interval = 500 * time.Millisecond }, []string{"interval must be at least 1s, got 500ms"}},
 		{
-			"every problem at once", func(c *Config) { c.Interval, c.ServiceName, c.TracesTable, c.TracesOTLPEndpoint = 0, "", "a-b", "ftp://x" },
+			"every problem at once", func(c *Config) {
+				c.Interval, c.ServiceName, c.TracesTable, c.TracesOTLPEndpoint = 0, "", "a-b", "ftp://x"
+			},
 			[]string{"interval", "service_name", "traces_table", "traces_otlp_endpoint"},
 		},
 	} {
