@@ -14,8 +14,15 @@ import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 
 const [source, target, port, tempoUrl] = process.argv.slice(2);
-if (!source || !target || !/^\d+$/.test(port ?? '') || (tempoUrl !== undefined && !/^https?:\/\/[^/]+$/.test(tempoUrl))) {
-  console.error('usage: node scripts/e2e-provisioning.mjs SOURCE TARGET CLICKHOUSE_PORT [TEMPO_URL (http://host:port)]');
+if (
+  !source ||
+  !target ||
+  !/^\d+$/.test(port ?? '') ||
+  (tempoUrl !== undefined && !/^https?:\/\/[^/]+$/.test(tempoUrl))
+) {
+  console.error(
+    'usage: node scripts/e2e-provisioning.mjs SOURCE TARGET CLICKHOUSE_PORT [TEMPO_URL (http://host:port)]'
+  );
   process.exit(2);
 }
 
