@@ -261,3 +261,22 @@ test('"Open trace" on the Spans query opens the trace in Tempo', async ({ page, 
   await openSpan(page, span);
   await screenshot(page, 'tempo-open-trace');
 });
+
+test("Tempo's settings page shows the provisioned Flamehouse target but lists only Pyroscope datasources", async ({
+  page,
+}) => {
+  await page.goto(`/connections/datasources/edit/${TEMPO.uid}`);
+  const picker = page.locator('#trace-to-profiles-data-source-picker');
+  await picker.scrollIntoViewIfNeeded();
+  await expect(picker).toBeVisible();
+  // The provisioned datasourceUid is shown as the current choice ...
+  const section = page.locator('div').filter({ has: picker }).last();
+  await expect(section.getByText('Flamehouse', { exact: true }).or(picker)).toBeVisible();
+  await screenshot(page, 'tempo-settings-trace-to-profiles');
+  // ... but the picker offers no Flamehouse datasource: it lists grafana-pyroscope-datasource only.
+  await picker.click();
+  const options = page.getByRole('option');
+  await expect(page.getByText(/No data sources found|No options/).or(options.first())).toBeVisible();
+  await expect(options.filter({ hasText: 'Flamehouse' })).toHaveCount(0);
+  await screenshot(page, 'tempo-settings-picker-open');
+});
