@@ -222,7 +222,7 @@ func TestDoMarksTheSpanForProfiles(t *testing.T) {
 	attrs := func(name string) map[string][]string {
 		out := map[string][]string{}
 		for _, kv := range ended[name].Attributes() {
-			out[string(kv.Key)] = append(out[string(kv.Key)], kv.Value.Emit())
+			out[string(kv.Key)] = append(out[string(kv.Key)], kv.Value.String())
 		}
 		return out
 	}
