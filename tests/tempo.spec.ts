@@ -120,6 +120,20 @@ const forSpan = (span: ProfiledSpan) => (q: Record<string, unknown>) =>
   Array.isArray(q.spanSelector) && q.spanSelector[0] === span.spanID;
 
 /**
+ * The query Grafana builds from provisioning/examples/tempo.yaml's tracesToProfiles for a span: the profile type,
+ * the selector from the span's service.name, the span's pyroscope.profile.id (its id), to the Flamehouse datasource.
+ */
+function tracesToProfilesQuery(span: ProfiledSpan): Record<string, unknown> {
+  return {
+    queryType: 'profile',
+    profileTypeId: CPU,
+    labelSelector: `{service_name="${SERVICE}"}`,
+    spanSelector: [span.spanID],
+    datasource: { uid: 'flamehouse' },
+  };
+}
+
+/**
  * Opens a span's details in the trace view: rows of the span's name are tried until the details show its span id.
  * Returns the details.
  */
@@ -164,13 +178,10 @@ test("a demo trace found with TraceQL opens, and a profiled span's link shows it
   const details = await openSpan(page, span);
   await expect(details.getByText('pyroscope.profile.id')).toBeVisible();
 
-  const request = page.waitForRequest(
-    (r) =>
-      r.url().includes('/api/ds/query') &&
-      !!sentQuery(r, forSpan(span)) &&
-      sentQuery(r, forSpan(span))?.query.refId !== 'span-flamegraph-refId'
-  );
-  const response = queryResponseWhere(page, (q) => forSpan(span)(q) && q.refId !== 'span-flamegraph-refId');
+  // The link's query, not the embedded flame graph's (refId span-flamegraph-refId), which is already under way.
+  const linked = (q: Record<string, unknown>) => forSpan(span)(q) && q.refId !== 'span-flamegraph-refId';
+  const request = page.waitForRequest((r) => r.url().includes('/api/ds/query') && !!sentQuery(r, linked));
+  const response = queryResponseWhere(page, linked);
   // Grafana 12.4 names the link "Profiles for this span" only when the target is a Pyroscope datasource; for any
   // other it is a button titled with the link's own title, "Related profiles".
   const link = details.getByRole('link', { name: /Related profiles|Profiles for this span/ });
@@ -178,14 +189,8 @@ test("a demo trace found with TraceQL opens, and a profiled span's link shows it
   await screenshot(page, 'tempo-span-details');
   await link.first().click();
 
-  const sent = sentQuery(await request, (q) => forSpan(span)(q))!;
-  expect(sent.query).toMatchObject({
-    queryType: 'profile',
-    profileTypeId: CPU,
-    labelSelector: `{service_name="${SERVICE}"}`,
-    spanSelector: [span.spanID],
-    datasource: { uid: 'flamehouse' },
-  });
+  const sent = sentQuery(await request, linked)!;
+  expect(sent.query).toMatchObject(tracesToProfilesQuery(span));
   // Grafana sends a non-Pyroscope target the span's own range; the backend widens it (profiles.spanWindowPadding).
   expect(sent.from).toBe(Math.floor(span.startMs));
   expect(sent.to - sent.from).toBeLessThanOrEqual(Math.ceil(span.endMs - span.startMs) + 1);
@@ -204,13 +209,7 @@ test("a profiled span's details in the Tempo trace view draw its flame graph", a
   const details = await openSpan(page, span);
 
   const sent = sentQuery(await request, embedded)!;
-  expect(sent.query).toMatchObject({
-    queryType: 'profile',
-    profileTypeId: CPU,
-    labelSelector: `{service_name="${SERVICE}"}`,
-    spanSelector: [span.spanID],
-    datasource: { uid: 'flamehouse' },
-  });
+  expect(sent.query).toMatchObject(tracesToProfilesQuery(span));
   // The span flame graph asks for the span ± 30 s.
   expect(sent.from).toBe(Math.floor(span.startMs) - 30_000);
   const total = flameGraphTotal(await framesOf(await response, 'span-flamegraph-refId'));
