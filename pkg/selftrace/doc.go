@@ -16,8 +16,9 @@
 //     that table through a clickhouse-go connection, each column filled as
 //     the exporter fills it (hex ids, kind and status names, attributes as
 //     strings, events and links nested).
-//   - NewOTLPExporter sends the same spans over OTLP/HTTP to a Tempo or any
-//     OTLP traces endpoint (ValidateOTLPEndpoint checks its base URL).
+//   - ValidateOTLPEndpoint and OTLPTracesURL describe an OTLP/HTTP traces
+//     endpoint (a Tempo's) that the same spans may go to as well; the
+//     service builds that exporter.
 //   - NewProvider builds the tracer provider: each exporter gets batches of
 //     spans at most BatchTimeout old, the process's resource
 //     (ResourceAttributes, the same as the self-profiles').

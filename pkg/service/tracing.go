@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/flamehouse/flamehouse/pkg/selftrace"
@@ -43,7 +44,7 @@ func (s *Service) startTracing(ctx context.Context) error {
 		exps, dests = append(exps, exp), append(dests, "table", s.cfg.Schema.Database+"."+table.Name)
 	}
 	if endpoint := s.cfg.SelfProfile.TracesOTLPEndpoint; endpoint != "" {
-		exp, err := selftrace.NewOTLPExporter(ctx, endpoint)
+		exp, err := newOTLPExporter(ctx, endpoint)
 		if err != nil {
 			return fmt.Errorf("start self-tracing: %w", err)
 		}
@@ -89,4 +90,25 @@ func (s *Service) stopTracing(ctx context.Context) error {
 		return fmt.Errorf("write the last spans: %w", err)
 	}
 	return nil
+}
+
+// newOTLPExporter returns an exporter that sends spans over OTLP/HTTP
+// (protobuf, gzip) to the endpoint's base URL + selftrace.OTLPTracesPath,
+// e.g. a Tempo's or a Collector's receiver at http://127.0.0.1:4318. The
+// SDK's exporter retries a failed export for up to a minute (not a refused
+// connection), then reports it to the OpenTelemetry error handler; nothing
+// blocks the traced work. It lives here, not in pkg/selftrace, so that the
+// Collector exporter module, which links pkg/selftrace through the ingest,
+// does not link an OTLP trace client it never uses.
+func newOTLPExporter(ctx context.Context, base string) (sdktrace.SpanExporter, error) {
+	if err := selftrace.ValidateOTLPEndpoint(base); err != nil {
+		return nil, fmt.Errorf("OTLP traces endpoint %q: %w", base, err)
+	}
+	exp, err := otlptracehttp.New(ctx,
+		otlptracehttp.WithEndpointURL(selftrace.OTLPTracesURL(base)),
+		otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+	if err != nil {
+		return nil, fmt.Errorf("OTLP traces exporter to %q: %w", base, err)
+	}
+	return exp, nil
 }
