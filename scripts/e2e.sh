@@ -94,6 +94,49 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# ---- Tempo (docs/navigation.md, tests/tempo.spec.ts) --------------------
+# A real Grafana Tempo from ../shared/tempo (or TEMPO_XZ, the .xz of its
+# binary, with tempo.yaml beside it) on free ports and its own data
+# directory, started here so that it is ready (about 15 s) by the time
+# flamehouse run starts: flamehouse run sends its self-tracing spans to it
+# too (tempo_flags), and the provisioned Tempo datasources point at it.
+# Without it the Tempo specs skip with the reason (a failure under
+# FLAMEHOUSE_E2E_REQUIRE=1). Stopped with SIGKILL: on SIGTERM Tempo may
+# flush for minutes, and its data directory is thrown away anyway.
+tempo_xz=${TEMPO_XZ:-$root/../shared/tempo/tempo-linux-amd64.xz}
+tempo_flags=()
+tempo_url=
+if [ -f "$tempo_xz" ] && [ -f "$(dirname "$tempo_xz")/tempo.yaml" ]; then
+  tempo_bin=${XDG_CACHE_HOME:-$HOME/.cache}/flamehouse/tempo/tempo-$(sha256sum "$tempo_xz" | cut -c 1-16)
+  if [ ! -x "$tempo_bin" ]; then
+    log "unpacking $tempo_xz"
+    mkdir -p "$(dirname "$tempo_bin")"
+    xz -dc "$tempo_xz" >"$tempo_bin.$$" && chmod +x "$tempo_bin.$$" && mv "$tempo_bin.$$" "$tempo_bin"
+  fi
+  tempo_http=$(free_port) tempo_grpc=$(free_port) tempo_otlp_grpc=$(free_port) tempo_otlp_http=$(free_port)
+  mkdir -p "$work/tempo"
+  sed -e "s/http_listen_port: 3200\b/http_listen_port: $tempo_http/" \
+    -e "s/grpc_listen_port: 9096\b/grpc_listen_port: $tempo_grpc/" \
+    -e "s/127.0.0.1:34317/127.0.0.1:$tempo_otlp_grpc/; s/127.0.0.1:34318/127.0.0.1:$tempo_otlp_http/" \
+    "$(dirname "$tempo_xz")/tempo.yaml" >"$work/tempo.yaml"
+  for port in "$tempo_http" "$tempo_grpc" "$tempo_otlp_grpc" "$tempo_otlp_http"; do
+    grep -q "$port" "$work/tempo.yaml" || die "$(dirname "$tempo_xz")/tempo.yaml: could not move its ports (is its layout new?)"
+  done
+  # node passes SIGINT on as SIGKILL (a background bash would ignore it).
+  TEMPO_DATA=$work/tempo node -e 'const c = require("child_process").spawn(process.argv[1], process.argv.slice(2), { stdio: "inherit" });
+    process.on("SIGINT", () => c.kill("SIGKILL")); c.on("exit", (code) => process.exit(code ?? 1));' \
+    "$tempo_bin" -config.file "$work/tempo.yaml" -config.expand-env=true >"$work/tempo.log" 2>&1 &
+  pids+=($!)
+  tempo_url=http://127.0.0.1:$tempo_http
+  tempo_flags=(-selfprofile.traces-otlp-endpoint "http://127.0.0.1:$tempo_otlp_http")
+  export FLAMEHOUSE_E2E_TEMPO=$tempo_url
+  log "starting Tempo on $tempo_url (OTLP/HTTP on $tempo_otlp_http)"
+else
+  export FLAMEHOUSE_E2E_TEMPO_SKIP_REASON="no Tempo: $tempo_xz (and tempo.yaml beside it) is missing; set TEMPO_XZ"
+  log "$FLAMEHOUSE_E2E_TEMPO_SKIP_REASON"
+fi
+# ---- end of Tempo --------------------------------------------------------
+
 # The Grafana: unpacked once into a cache directory, reused by later runs.
 if [ -z "$grafana_home" ]; then
   cache=${XDG_CACHE_HOME:-$HOME/.cache}/flamehouse/grafana
@@ -128,8 +171,14 @@ ch_port=$(free_port)
 grpc_port=$(free_port)
 http_port=$(free_port)
 go build -o "$work/flamehouse" ./cmd/flamehouse
+# Tempo takes the self-tracing spans from the start (tempo_flags).
+if [ -n "$tempo_url" ]; then
+  wait_for "Tempo is ready" 90 node -e 'fetch(process.argv[1]).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' "$tempo_url/ready" ||
+    { cat "$work/tempo.log"; die "Tempo did not start"; }
+fi
 "$work/flamehouse" run -embedded.data-dir "$work/clickhouse" -embedded.listen-address "127.0.0.1:$ch_port" \
   -ingest.grpc-listen-address "127.0.0.1:$grpc_port" -ingest.http-listen-address "127.0.0.1:$http_port" \
+  "${tempo_flags[@]}" \
   >"$work/flamehouse.log" 2>&1 &
 pids+=($!)
 ch="http://127.0.0.1:$ch_port"
@@ -166,7 +215,7 @@ mkdir -p "$gf/plugins" "$gf/provisioning"
   plugins install flamehouse-profiles-datasource >"$work/grafana-cli.log" 2>&1 ||
   { cat "$work/grafana-cli.log"; die "grafana cli could not install $zip"; }
 log "installed $(basename "$zip") with grafana cli"
-node scripts/e2e-provisioning.mjs provisioning "$gf/provisioning" "$ch_port"
+node scripts/e2e-provisioning.mjs provisioning "$gf/provisioning" "$ch_port" $tempo_url
 export FLAMEHOUSE_E2E_PROVISIONING=$gf/provisioning
 export FLAMEHOUSE_E2E_EXAMPLES=1
 gf_port=$(free_port)
@@ -209,7 +258,8 @@ if [ "${FLAMEHOUSE_E2E_SERVE:-}" = 1 ]; then
   log "serving until Ctrl-C; Grafana $GRAFANA_URL (admin/admin), ClickHouse $ch. Run specs with:"
   printf '  export %s\n' "GRAFANA_URL=$GRAFANA_URL" "FLAMEHOUSE_E2E_PROVISIONING=$FLAMEHOUSE_E2E_PROVISIONING" \
     "FLAMEHOUSE_E2E_EXAMPLES=1" "FLAMEHOUSE_E2E_EXPORTER_FIXTURE=$FLAMEHOUSE_E2E_EXPORTER_FIXTURE" \
-    "FLAMEHOUSE_E2E_GRAFANA_LOG=$FLAMEHOUSE_E2E_GRAFANA_LOG" "FLAMEHOUSE_E2E_CLICKHOUSE=$ch"
+    "FLAMEHOUSE_E2E_GRAFANA_LOG=$FLAMEHOUSE_E2E_GRAFANA_LOG" "FLAMEHOUSE_E2E_CLICKHOUSE=$ch" \
+    "FLAMEHOUSE_E2E_TEMPO=${FLAMEHOUSE_E2E_TEMPO:-}"
   wait "${pids[@]}"
   exit
 fi

@@ -282,6 +282,9 @@ type Config struct {
 	LogLevel string
 	// ReadyTimeout bounds the wait for the OTLP endpoints; 0 is one minute.
 	ReadyTimeout time.Duration
+	// HTTPEndpoint is the OTLP/HTTP receiver's host:port; "" is a free
+	// loopback port. For senders configured before the Collector starts.
+	HTTPEndpoint string
 }
 
 // Pipeline lists a pipeline's components; Receivers defaults to the OTLP
@@ -391,9 +394,11 @@ func Launch(bin string, cfg Config, dir string) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	httpAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
+	httpAddr := cfg.HTTPEndpoint
+	if httpAddr == "" {
+		if httpAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
 	}
 	c := &Collector{GRPCEndpoint: grpcAddr, HTTPEndpoint: httpAddr, logs: &lockedBuffer{}, exited: make(chan struct{})}
 	config, err := cfg.Render(c.GRPCEndpoint, c.HTTPEndpoint)

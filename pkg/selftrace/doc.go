@@ -16,15 +16,20 @@
 //     that table through a clickhouse-go connection, each column filled as
 //     the exporter fills it (hex ids, kind and status names, attributes as
 //     strings, events and links nested).
-//   - NewProvider builds the tracer provider: batches of spans at most
-//     BatchTimeout old, the process's resource (ResourceAttributes, the same
-//     as the self-profiles').
+//   - ValidateOTLPEndpoint and OTLPTracesURL describe an OTLP/HTTP traces
+//     endpoint (a Tempo's) that the same spans may go to as well; the
+//     service builds that exporter.
+//   - NewProvider builds the tracer provider: each exporter gets batches of
+//     spans at most BatchTimeout old, the process's resource
+//     (ResourceAttributes, the same as the self-profiles').
 //   - Do runs a unit of work with the pprof labels trace_id and span_id of
 //     the span in its context (TraceIDLabel, SpanIDLabel), so that the Go CPU
 //     profiler tags the samples it takes on that goroutine, in Go or in C
 //     code called from it, with the span. Package pprofconv turns such
 //     labels into OTLP links, which the ingest stores as the samples'
-//     TraceId and SpanId.
+//     TraceId and SpanId. The span gets ProfileIDAttribute
+//     (pyroscope.profile.id), which Grafana's trace view reads to offer its
+//     flame graph.
 //   - Extract and inject the W3C trace context of HTTP and gRPC requests, and
 //     DialWithoutLabels keeps net/http connection goroutines from inheriting
 //     the labels of the span that happened to dial them.

@@ -124,5 +124,5 @@ func TestDDLAndConfigCommands(t *testing.T) {
 	require.Contains(t, out.String(), "password: '[redacted]'")
 	require.NotContains(t, out.String(), "hunter2")
 	require.Contains(t, out.String(), "samples: 168h0m0s")
-	require.Contains(t, out.String(), "selfprofile:\n    enabled: true\n    interval: 15s\n    service_name: flamehouse\n    traces: true\n    traces_table: otel_traces\n")
+	require.Contains(t, out.String(), "selfprofile:\n    enabled: true\n    interval: 15s\n    service_name: flamehouse\n    traces: true\n    traces_table: otel_traces\n    traces_otlp_endpoint: \"\"\n")
 }

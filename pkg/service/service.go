@@ -26,6 +26,7 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/selfprofile"
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
 	"github.com/flamehouse/flamehouse/pkg/symbols/debuginfod"
 )
@@ -415,8 +416,12 @@ func (s *Service) Describe(w io.Writer) {
 		if cfg.SelfProfile.Enabled {
 			p("  Demo data: this process profiles itself every %s as service %q.", cfg.SelfProfile.Interval, cfg.SelfProfile.ServiceName)
 		}
-		if s.tracer != nil {
+		if s.tracer != nil && cfg.Schema.Cluster == "" {
 			p("  Demo traces: its own work is traced into %s.%s, CPU samples linked to their spans.", cfg.Schema.Database, cfg.SelfProfile.TracesTable)
+		}
+		if s.tracer != nil && cfg.SelfProfile.TracesOTLPEndpoint != "" {
+			p("  Demo traces over OTLP: %s (spans carry pyroscope.profile.id for Grafana's trace to profiles).",
+				selftrace.OTLPTracesURL(cfg.SelfProfile.TracesOTLPEndpoint))
 		}
 	} else if !cfg.Ingest.Enabled {
 		p("  OTLP ingest is off (ingest.enabled=false): no OTLP endpoints, no self-profiling or self-tracing.")

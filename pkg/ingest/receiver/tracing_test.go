@@ -37,7 +37,7 @@ func newTracedEnv(t *testing.T, wcfg writer.Config) *tracedEnv {
 	require.NoError(t, table.Create(context.Background(), conn))
 	exp, err := selftrace.NewExporter(conn, table)
 	require.NoError(t, err)
-	tp := selftrace.NewProvider(exp, selftrace.ResourceAttributes("flamehouse-test"), 100*time.Millisecond)
+	tp := selftrace.NewProvider(selftrace.ResourceAttributes("flamehouse-test"), 100*time.Millisecond, exp)
 	srv.HTTP.SetTracerProvider(tp)
 	t.Cleanup(func() {
 		srv.HTTP.SetTracerProvider(nil)
