@@ -30,6 +30,7 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/selftrace"
+	"github.com/flamehouse/flamehouse/pkg/selftrace/tracetable"
 )
 
 // Config configures self-profiling and self-tracing.
@@ -59,7 +60,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults (enabled, with traces).
 func DefaultConfig() Config {
-	return Config{Enabled: true, Interval: 15 * time.Second, ServiceName: "flamehouse", Traces: true, TracesTable: selftrace.DefaultTable}
+	return Config{Enabled: true, Interval: 15 * time.Second, ServiceName: "flamehouse", Traces: true, TracesTable: tracetable.DefaultTable}
 }
 
 // RegisterFlags binds the config to flags with the given prefix.

@@ -9,12 +9,13 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/flamehouse/flamehouse/pkg/selftrace"
+	"github.com/flamehouse/flamehouse/pkg/selftrace/tracetable"
 )
 
 // tracesTable is where self-tracing writes: the configured table in the
 // profiles database, kept as long as raw samples, whose spans it links.
-func (c *Config) tracesTable() selftrace.Table {
-	return selftrace.Table{Database: c.Schema.Database, Name: c.SelfProfile.TracesTable, TTL: c.Schema.Retention.Samples}
+func (c *Config) tracesTable() tracetable.Table {
+	return tracetable.Table{Database: c.Schema.Database, Name: c.SelfProfile.TracesTable, TTL: c.Schema.Retention.Samples}
 }
 
 // startTracing starts self-tracing when it is on: the tracer provider
@@ -37,7 +38,7 @@ func (s *Service) startTracing(ctx context.Context) error {
 		if err := table.Create(ctx, s.conn); err != nil {
 			return fmt.Errorf("create the self-tracing table: %w", err)
 		}
-		exp, err := selftrace.NewExporter(s.conn, table)
+		exp, err := tracetable.NewExporter(s.conn, table)
 		if err != nil {
 			return fmt.Errorf("start self-tracing: %w", err)
 		}

@@ -1,4 +1,4 @@
-package selftrace
+package tracetable
 
 import (
 	"context"

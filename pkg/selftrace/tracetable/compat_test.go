@@ -1,4 +1,4 @@
-package selftrace_test
+package tracetable_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
-	"github.com/flamehouse/flamehouse/pkg/selftrace"
+	"github.com/flamehouse/flamehouse/pkg/selftrace/tracetable"
 )
 
 func TestMain(m *testing.M) { chtest.Main(m) }
@@ -39,7 +39,7 @@ func TestCollectorExporterCompatibility(t *testing.T) {
 		Exporters: map[string]any{"clickhouse": otelcoltest.ClickHouseExporter(srv, theirs)},
 		Pipelines: map[string]otelcoltest.Pipeline{"traces": {Exporters: []string{"clickhouse"}}},
 	})
-	table := selftrace.Table{Database: ours, Name: selftrace.DefaultTable, TTL: 7 * 24 * time.Hour}
+	table := tracetable.Table{Database: ours, Name: tracetable.DefaultTable, TTL: 7 * 24 * time.Hour}
 	require.NoError(t, table.Create(ctx, conn))
 	require.NoError(t, table.Create(ctx, conn), "creating again is a no-op")
 
@@ -73,7 +73,7 @@ func TestCollectorExporterCompatibility(t *testing.T) {
 	})
 
 	t.Run("rows", func(t *testing.T) {
-		exp, err := selftrace.NewExporter(conn, table)
+		exp, err := tracetable.NewExporter(conn, table)
 		require.NoError(t, err)
 		otlp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(col.GRPCEndpoint), otlptracegrpc.WithInsecure())
 		require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestCollectorExporterCompatibility(t *testing.T) {
 	// comparison above has none; ours keeps it, as the Collector's exporter
 	// keeps what OTLP carries.
 	t.Run("link trace state", func(t *testing.T) {
-		exp, err := selftrace.NewExporter(conn, table)
+		exp, err := tracetable.NewExporter(conn, table)
 		require.NoError(t, err)
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(exp)))
 		ts, err := trace.ParseTraceState("vendor=opaque")
@@ -120,7 +120,7 @@ func TestCollectorExporterCompatibility(t *testing.T) {
 
 	t.Run("the exporter writes into our table", func(t *testing.T) {
 		db := srv.NewDatabase(t)
-		ourTable := selftrace.Table{Database: db, Name: selftrace.DefaultTable}
+		ourTable := tracetable.Table{Database: db, Name: tracetable.DefaultTable}
 		require.NoError(t, ourTable.Create(ctx, conn))
 		cfg := otelcoltest.ClickHouseExporter(srv, db)
 		cfg["create_schema"] = false

@@ -1,4 +1,4 @@
-package selftrace_test
+package tracetable_test
 
 import (
 	"strings"
@@ -7,11 +7,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flamehouse/flamehouse/pkg/selftrace"
+	"github.com/flamehouse/flamehouse/pkg/selftrace/tracetable"
 )
 
 func TestTableNamesAreIdentifiers(t *testing.T) {
-	for _, bad := range []selftrace.Table{
+	for _, bad := range []tracetable.Table{
 		{Database: "otel", Name: "otel_traces`; DROP TABLE x; --"},
 		{Database: "otel", Name: "otel.traces"},
 		{Database: "ot el", Name: "otel_traces"},
@@ -20,13 +20,13 @@ func TestTableNamesAreIdentifiers(t *testing.T) {
 	} {
 		_, err := bad.Statements()
 		require.Error(t, err, "%+v", bad)
-		_, err = selftrace.NewExporter(nil, bad)
+		_, err = tracetable.NewExporter(nil, bad)
 		require.Error(t, err, "%+v", bad)
 	}
 }
 
 func TestTableStatements(t *testing.T) {
-	stmts, err := selftrace.Table{Database: "otel", Name: "spans"}.Statements()
+	stmts, err := tracetable.Table{Database: "otel", Name: "spans"}.Statements()
 	require.NoError(t, err)
 	require.Len(t, stmts, 3)
 	require.True(t, strings.HasPrefix(stmts[0], "CREATE TABLE IF NOT EXISTS `otel`.`spans`\n("), stmts[0])
@@ -36,7 +36,7 @@ func TestTableStatements(t *testing.T) {
 	for _, s := range stmts {
 		require.NotContains(t, s, "TTL", "no retention: kept forever")
 	}
-	stmts, err = selftrace.Table{Database: "otel", Name: "spans", TTL: 36 * time.Hour}.Statements()
+	stmts, err = tracetable.Table{Database: "otel", Name: "spans", TTL: 36 * time.Hour}.Statements()
 	require.NoError(t, err)
 	require.Contains(t, stmts[0], "\nTTL toDateTime(Timestamp) + toIntervalSecond(129600)\nSETTINGS")
 	require.Contains(t, stmts[1], "\nTTL toDateTime(Start) + toIntervalSecond(129600)\nSETTINGS")
