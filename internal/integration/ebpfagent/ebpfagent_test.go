@@ -159,7 +159,6 @@ func TestEBPFProfilerEndToEnd(t *testing.T) {
 	to = time.Now().Add(time.Minute)
 
 	requests := proxy.Requests()
-	captureRequests(t, requests)
 	for i, r := range requests {
 		require.NotNil(t, r.Tally, "request %d decodes", i)
 		for _, a := range r.Answers {
@@ -189,6 +188,9 @@ func TestEBPFProfilerEndToEnd(t *testing.T) {
 		})
 	}
 	checkOffCPU(t, proxy, dests, cW, from)
+	captureRequests(t, proxy.Requests())
+	checkHostNaming(t, "http://"+httpAddr+"/metrics", dests[0], dests[1], from, to)
+	t.Logf("done %s after the start", time.Since(started).Round(time.Second))
 }
 
 // cpuKey is a workload's CPU samples in a Tally.

@@ -77,20 +77,30 @@ const goSource = `package main
 
 var sink uint64
 
+// alpha and beta run the same loop themselves. With a shared leaf (as the
+// C and Python programs have), a first run stored the leaf's samples under
+// main.main without main.alpha or main.beta between them: the agent's
+// unwinding of Go's frameless leaf functions skips the caller.
+
 //go:noinline
-func spin(n int, x uint64) uint64 {
+func alpha(n int) {
+	x := sink
 	for i := 0; i < n; i++ {
 		x = x*6364136223846793005 + 1442695040888963407
 		x ^= x >> 29
 	}
-	return x
+	sink += x + 1
 }
 
 //go:noinline
-func alpha(n int) { sink += spin(n, sink) + 1 }
-
-//go:noinline
-func beta(n int) { sink += spin(n, sink) + 2 }
+func beta(n int) {
+	x := sink
+	for i := 0; i < n; i++ {
+		x = x*6364136223846793005 + 1442695040888963407
+		x ^= x >> 29
+	}
+	sink += x + 2
+}
 
 func main() {
 	r := uint64(88172645463325252)
