@@ -85,6 +85,9 @@ type Count struct {
 	// EventsTimesPeriod is Events times the profile's period: the time a
 	// CPU sample count stands for.
 	EventsTimesPeriod int64
+	// First and Last are the earliest and latest sample timestamps (Unix
+	// ns; 0 when the samples have none).
+	First, Last uint64
 }
 
 // Tally counts a request's samples.
@@ -98,6 +101,7 @@ func (t Tally) Add(o Tally) {
 		s.Events += c.Events
 		s.Values += c.Values
 		s.EventsTimesPeriod += c.EventsTimesPeriod
+		s.First, s.Last = earliest(s.First, c.First), max(s.Last, c.Last)
 		t[k] = s
 	}
 }
@@ -133,12 +137,23 @@ func CountRequest(payload []byte) (Tally, error) {
 					for _, v := range s.GetValues() {
 						c.Values += v
 					}
+					for _, ts := range s.GetTimestampsUnixNano() {
+						c.First, c.Last = earliest(c.First, ts), max(c.Last, ts)
+					}
 				}
 				out[k] = c
 			}
 		}
 	}
 	return out, nil
+}
+
+// earliest is the smaller of two timestamps, 0 meaning none.
+func earliest(a, b uint64) uint64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // resourcePID is the resource's process.pid (an int, or a string as some

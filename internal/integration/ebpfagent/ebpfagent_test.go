@@ -128,9 +128,7 @@ func TestEBPFProfilerEndToEnd(t *testing.T) {
 		require.True(t, slices.ContainsFunc(keys(labels), func(l string) bool { return strings.Contains(l, "fhagent-c") }),
 			"%s: the C program's frames keep their mapping's name until symbols come: %v", d.name, keys(labels))
 	}
-	// Samples taken before the first report arrived were all ingested
-	// before the upload.
-	firstReport := proxy.Requests()[0].Received
+	uploaded := time.Now()
 
 	// The symbols, mid-test: the ingest's HTTP endpoint for the ingest's
 	// tables, `flamehouse symbols upload` for the Collector's.
@@ -181,9 +179,11 @@ func TestEBPFProfilerEndToEnd(t *testing.T) {
 			checkShare(t, d.name+" Go", tableTotals(t, d, from, to, goW), goAlpha, goBeta)
 			checkShare(t, d.name+" Python", tableTotals(t, d, from, to, pyW), pyAlpha, pyBeta)
 			// Frames ingested before the upload are named too: the stored
-			// rows of phase 1 alone hold work_alpha and work_beta.
-			early := tableTotalsUntil(t, d, from, firstReport, cW)
-			require.Contains(t, early, cAlpha, "%s: frames ingested before the upload are named", d.name)
+			// rows of samples that all came before the upload hold
+			// work_alpha and work_beta.
+			early := tableTotalsUntil(t, d, from, ingestedBefore(t, requests, cW, uploaded), cW)
+			require.Contains(t, early, cAlpha, "%s: frames ingested before the upload are named: %v", d.name, early)
+			require.Contains(t, early, cBeta, d.name)
 			checkFrameTypes(t, d, cBin.BuildID)
 		})
 	}
@@ -191,6 +191,23 @@ func TestEBPFProfilerEndToEnd(t *testing.T) {
 	captureRequests(t, proxy.Requests())
 	checkHostNaming(t, "http://"+httpAddr+"/metrics", dests[0], dests[1], from, to)
 	t.Logf("done %s after the start", time.Since(started).Round(time.Second))
+}
+
+// ingestedBefore is a time before which every CPU sample of w came in a
+// request received before t: the earliest sample of w in the requests
+// received later, truncated to the second (rows are per second).
+func ingestedBefore(t *testing.T, requests []ebpfagent.Request, w *workload, at time.Time) time.Time {
+	t.Helper()
+	var first uint64
+	for _, r := range requests {
+		if c := r.Tally[cpuKey(w)]; r.Received.After(at) && c.First != 0 && (first == 0 || c.First < first) {
+			first = c.First
+		}
+	}
+	require.NotZero(t, first, "requests with samples of %s after %s", w.name, at)
+	cut := time.Unix(0, int64(first)).Truncate(time.Second) //nolint:gosec // G115: a time after 1970
+	t.Logf("samples of %s before %s were all ingested before the upload", w.name, cut.Format(time.TimeOnly))
+	return cut
 }
 
 // cpuKey is a workload's CPU samples in a Tally.

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,14 +113,21 @@ func checkHostNaming(t *testing.T, ingestMetrics string, ingest, before destinat
 		namedBefore, namedAfter, framesTotal, 100*float64(namedBefore)/float64(framesTotal), 100*float64(namedAfter)/float64(framesTotal),
 		framesTotal-namedBefore, framesTotal-namedAfter, strings.Join(lines, "\n"))
 	require.Greater(t, namedAfter, namedBefore, "the index names frames the debug dirs alone do not")
-	var py executableRow
-	for _, r := range after {
-		if r.name == "python3.11" {
-			py = r
-		}
-	}
+	py := after["python3.11 "+interpreterBuildID(t)]
 	require.Equal(t, "ingest host", py.source, "the interpreter's own frames (mapping python3.11) named from /usr/bin/python3.11: %+v", py)
 	require.Positive(t, py.named(), "%+v", py)
+}
+
+// interpreterBuildID is the GNU build id of the Python workload's
+// interpreter (other Pythons on the machine have other build ids).
+func interpreterBuildID(t *testing.T) string {
+	t.Helper()
+	f, err := os.Open(pythonPath)
+	require.NoError(t, err)
+	defer func() { _ = f.Close() }()
+	id, err := symbols.ReadBuildID(f)
+	require.NoError(t, err)
+	return id
 }
 
 // waitIdle waits until a fetcher's queue has been empty for 2 s running.
