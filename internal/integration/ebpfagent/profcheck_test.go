@@ -43,6 +43,8 @@ const (
 	corpusDir    = "testdata/agent"
 	goldenFile   = "testdata/profcheck.golden"
 	profcheckOut = "FLAMEHOUSE_PROFCHECK_OUT"
+	// mutationBase is the agent request the broken variants start from.
+	mutationBase = "agent/cpu-001"
 )
 
 // payload is one corpus entry: its name in the golden file and its bytes.
@@ -259,7 +261,9 @@ func readGolden(t *testing.T) map[string]goldenEntry {
 // where a note documents why they differ.
 func TestValidatorAgreesWithProfcheck(t *testing.T) {
 	agent := agentCorpus(t)
-	corpus := slices.Concat(agent, mutations(t, agent[0].data), produced(t))
+	i := slices.IndexFunc(agent, func(p payload) bool { return p.name == mutationBase })
+	require.NotEqual(t, -1, i, "the mutations' base request %s", mutationBase)
+	corpus := slices.Concat(agent, mutations(t, agent[i].data), produced(t))
 	if dir := os.Getenv(profcheckOut); dir != "" {
 		for _, p := range corpus {
 			path := filepath.Join(dir, p.name+".pb")
