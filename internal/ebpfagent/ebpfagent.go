@@ -41,7 +41,8 @@ const (
 	// CacheEnv names the directory the archive is unpacked into. Default:
 	// <user cache dir>/flamehouse/ebpf-profiler.
 	CacheEnv = "FLAMEHOUSE_EBPF_PROFILER_CACHE"
-	// RequireEnv, when "1" (CI), turns every reason to skip into a failure.
+	// RequireEnv turns every reason to skip into a failure when it is "1"
+	// (CI).
 	RequireEnv = "FLAMEHOUSE_E2E_REQUIRE"
 	// ArchiveName is the harness's file.
 	ArchiveName = "ebpf-profiler-linux-amd64.xz"
@@ -92,7 +93,7 @@ func Locate() (string, error) {
 	if path == "" {
 		path = filepath.Join(HarnessDir(), ArchiveName)
 	}
-	if _, err := os.Stat(path); err != nil {
+	if _, err := os.Stat(path); err != nil { //nolint:gosec // G703: the harness the caller names
 		return "", fmt.Errorf("no eBPF profiler harness at %s (set %s): %w", path, PathEnv, err)
 	}
 	if !strings.HasSuffix(path, ".xz") {
@@ -123,7 +124,7 @@ func unpack(archive string) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "ebpf-profiler-"+hex.EncodeToString(sum[:8]))
-	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o100 != 0 {
+	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o100 != 0 { //nolint:gosec // G703: our cache directory
 		return bin, nil
 	}
 	xz, err := exec.LookPath("xz")
@@ -134,7 +135,7 @@ func unpack(archive string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
+	defer func() { _ = os.Remove(tmp.Name()) }()                         //nolint:gosec // G703: our cache directory
 	cmd := exec.CommandContext(context.Background(), xz, "-dc", archive) //nolint:gosec // G204: xz on the harness's archive
 	cmd.Stdout = tmp
 	var stderr strings.Builder
@@ -146,7 +147,7 @@ func unpack(archive string) (string, error) {
 	if err := os.Chmod(tmp.Name(), 0o700); err != nil { //nolint:gosec // G302: an executable of our own
 		return "", err
 	}
-	if err := os.Rename(tmp.Name(), bin); err != nil {
+	if err := os.Rename(tmp.Name(), bin); err != nil { //nolint:gosec // G703: our cache directory
 		return "", err
 	}
 	return bin, nil
@@ -238,7 +239,7 @@ func Start(bin string, cfg Config) (*Agent, error) {
 	case <-a.logs.ready:
 		return a, nil
 	case <-a.exited:
-		return nil, fmt.Errorf("the eBPF profiler exited before attaching (%v); log:\n%s", a.waitErr, a.logs)
+		return nil, fmt.Errorf("the eBPF profiler exited before attaching (%w); log:\n%s", a.waitErr, a.logs)
 	case <-time.After(timeout):
 		_ = a.Stop()
 		return nil, fmt.Errorf("the eBPF profiler did not attach within %s; log:\n%s", timeout, a.logs)

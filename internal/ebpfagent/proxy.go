@@ -209,7 +209,7 @@ func StartProxy(targets ...string) (*Proxy, error) {
 }
 
 // export is the Export handler.
-func (p *Proxy) export(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+func (p *Proxy) export(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) { //nolint:revive // grpc.MethodHandler's signature
 	p.flight.Add(1)
 	defer p.flight.Done()
 	var payload rawMessage

@@ -134,8 +134,10 @@ func TestEBPFProfilerEndToEnd(t *testing.T) {
 	// tables, `flamehouse symbols upload` for the Collector's.
 	uploadHTTP(t, httpAddr, cBin.Path, cBin.BuildID)
 	var out, errOut bytes.Buffer
-	code := service.Main([]string{"symbols", "upload", "-clickhouse.address", svc.HTTPAddress(), "-clickhouse.protocol", "http",
-		"-schema.database", collectorDatabase, "-log.level", "warn", cBin.Path}, &out, &errOut)
+	code := service.Main([]string{
+		"symbols", "upload", "-clickhouse.address", svc.HTTPAddress(), "-clickhouse.protocol", "http",
+		"-schema.database", collectorDatabase, "-log.level", "warn", cBin.Path,
+	}, &out, &errOut)
 	require.Zero(t, code, "flamehouse symbols upload: %s%s", out.String(), errOut.String())
 	t.Logf("flamehouse symbols upload: %s", strings.TrimSpace(out.String()))
 
