@@ -1,7 +1,6 @@
 package ebpfagent_test
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -25,6 +24,7 @@ import (
 	pb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/flamehouse/flamehouse/internal/ebpfagent"
 	"github.com/flamehouse/flamehouse/internal/pproftest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
@@ -224,36 +224,6 @@ func verdict(data []byte) (string, string) {
 	return "pass", ""
 }
 
-// goldenEntry is a line of testdata/profcheck.golden:
-// NAME profcheck=pass|fail flamehouse=pass|fail [note].
-type goldenEntry struct {
-	profcheck, flamehouse, note string
-}
-
-func readGolden(t *testing.T) map[string]goldenEntry {
-	t.Helper()
-	f, err := os.Open(goldenFile)
-	require.NoError(t, err)
-	defer func() { _ = f.Close() }()
-	out := map[string]goldenEntry{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		fields := strings.SplitN(line, " ", 4)
-		require.GreaterOrEqual(t, len(fields), 3, "golden line %q", line)
-		e := goldenEntry{profcheck: strings.TrimPrefix(fields[1], "profcheck="), flamehouse: strings.TrimPrefix(fields[2], "flamehouse=")}
-		if len(fields) == 4 {
-			e.note = fields[3]
-		}
-		out[fields[0]] = e
-	}
-	require.NoError(t, sc.Err())
-	return out
-}
-
 // TestValidatorAgreesWithProfcheck runs Flamehouse's validator
 // (pkg/ingest/convert) over the corpus — real agent requests, broken
 // variants of one, Flamehouse's own payloads — and holds it to the
@@ -272,19 +242,20 @@ func TestValidatorAgreesWithProfcheck(t *testing.T) {
 		}
 		t.Logf("wrote %d payloads to %s for profcheck", len(corpus), dir)
 	}
-	golden := readGolden(t)
+	golden, err := ebpfagent.ReadVerdicts(goldenFile)
+	require.NoError(t, err)
 	agree := 0
 	for _, p := range corpus {
 		want, ok := golden[p.name]
 		require.True(t, ok, "%s has no verdict in %s: run profcheck on it (%s) and record it", p.name, goldenFile, profcheckOut)
 		got, why := verdict(p.data)
-		require.Equal(t, want.flamehouse, got, "%s: validator says %s (%s)", p.name, got, why)
-		if want.flamehouse == want.profcheck {
+		require.Equal(t, want.Flamehouse, got, "%s: validator says %s (%s)", p.name, got, why)
+		if want.Flamehouse == want.Profcheck {
 			agree++
 		} else {
-			require.NotEmpty(t, want.note, "%s: profcheck says %s, Flamehouse %s: the golden file must say why", p.name, want.profcheck, want.flamehouse)
+			require.NotEmpty(t, want.Note, "%s: profcheck says %s, Flamehouse %s: the golden file must say why", p.name, want.Profcheck, want.Flamehouse)
 		}
-		t.Logf("%-45s profcheck=%s flamehouse=%s %s", p.name, want.profcheck, got, why)
+		t.Logf("%-45s profcheck=%s flamehouse=%s %s", p.name, want.Profcheck, got, why)
 	}
 	t.Logf("%d of %d payloads get profcheck's verdict; the others differ as documented", agree, len(corpus))
 }

@@ -1,7 +1,6 @@
 package pdatawire
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 
+	"github.com/flamehouse/flamehouse/internal/ebpfagent"
 	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
 	"github.com/flamehouse/flamehouse/pkg/ingest/otlpwire"
 )
@@ -32,7 +32,8 @@ func TestWireWayOfAgentRequests(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(agentCorpus, "agent", "*.pb.gz"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	golden := profcheckVerdicts(t)
+	golden, err := ebpfagent.ReadVerdicts(filepath.Join(agentCorpus, "profcheck.golden"))
+	require.NoError(t, err)
 	var names []string
 	for _, f := range files {
 		name := "exporter/" + strings.TrimSuffix(filepath.Base(f), ".pb.gz")
@@ -60,7 +61,7 @@ func TestWireWayOfAgentRequests(t *testing.T) {
 		names = append(names, name)
 	}
 	for _, name := range names {
-		require.Equal(t, "pass", golden[name], "%s: profcheck's recorded verdict", name)
+		require.Equal(t, ebpfagent.Verdict{Profcheck: "pass", Flamehouse: "pass"}, golden[name], "%s: the recorded verdicts", name)
 	}
 }
 
@@ -68,22 +69,4 @@ func withAdjust(adjust func(*otlpwire.Request)) convert.Options {
 	opts := convert.DefaultOptions("")
 	opts.AdjustDecoded = adjust
 	return opts
-}
-
-// profcheckVerdicts reads profcheck's verdicts from profcheck.golden.
-func profcheckVerdicts(t *testing.T) map[string]string {
-	t.Helper()
-	f, err := os.Open(filepath.Join(agentCorpus, "profcheck.golden"))
-	require.NoError(t, err)
-	defer func() { _ = f.Close() }()
-	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && !strings.HasPrefix(fields[0], "#") {
-			out[fields[0]] = strings.TrimPrefix(fields[1], "profcheck=")
-		}
-	}
-	require.NoError(t, sc.Err())
-	return out
 }
