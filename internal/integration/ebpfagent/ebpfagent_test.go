@@ -105,7 +105,10 @@ func TestEBPFProfilerEndToEnd(t *testing.T) {
 	workloads := []*workload{cW, goW, pyW}
 
 	agent, err := ebpfagent.Start(agentBin, ebpfagent.Config{CollectionAgent: proxy.Addr, SamplesPerSecond: samplesPerSecond})
-	require.NoError(t, err)
+	if err != nil && !ebpfagent.Required() {
+		t.Skipf("the eBPF profiler could not start here: %v", err)
+	}
+	require.NoError(t, err, "%s=1: the eBPF profiler must run", ebpfagent.RequireEnv)
 	t.Cleanup(func() { _ = agent.Stop() })
 	t.Logf("agent attached %s after the start (build, engine, Collector included)", time.Since(started).Round(time.Second))
 	from := time.Now().Add(-time.Minute)
