@@ -186,7 +186,7 @@ func TestEBPFProfilerEndToEnd(t *testing.T) {
 			// Frames ingested before the upload are named too: the stored
 			// rows of samples that all came before the upload hold
 			// work_alpha and work_beta.
-			early := tableTotalsUntil(t, d, from, ingestedBefore(t, requests, cW, uploaded), cW)
+			early := tableTotals(t, d, from, ingestedBefore(t, requests, cW, uploaded), cW)
 			require.Contains(t, early, cAlpha, "%s: frames ingested before the upload are named: %v", d.name, early)
 			require.Contains(t, early, cBeta, d.name)
 			checkFrameTypes(t, d, cBin.BuildID)
@@ -327,14 +327,9 @@ func run(t *testing.T, d destination, from, to time.Time, q map[string]any) data
 	return frames
 }
 
-// tableTotals is the top table of a workload's CPU time: total per label.
+// tableTotals is the top table of a workload's CPU time over [from, to):
+// total per label.
 func tableTotals(t *testing.T, d destination, from, to time.Time, w *workload) map[string]int64 {
-	t.Helper()
-	return tableTotalsUntil(t, d, from, to, w)
-}
-
-// tableTotalsUntil is tableTotals over [from, to).
-func tableTotalsUntil(t *testing.T, d destination, from, to time.Time, w *workload) map[string]int64 {
 	t.Helper()
 	frames := run(t, d, from, to, map[string]any{"queryType": "table", "profileTypeId": profiletype.CPUTime, "labelSelector": pidSelector(w)})
 	var table *data.Frame
