@@ -123,8 +123,16 @@ func (x *hostIndex) build() {
 	}
 }
 
-// mappedFiles lists the absolute paths /proc/self/maps names.
+// mappedFiles lists the absolute paths /proc/self/maps names, except this
+// process's own executable: the ingest is a Go program whose frames the
+// eBPF profiler names itself, and reading a large Go binary's pclntab and
+// DWARF for the odd native frame in it is not worth it (a test binary
+// built with -race took minutes).
 func mappedFiles(maps string) []string {
+	self, _ := os.Executable()
+	if real, err := filepath.EvalSymlinks(self); err == nil {
+		self = real
+	}
 	f, err := os.Open(maps) //nolint:gosec // G304: /proc/self/maps, or a test's stand-in
 	if err != nil {
 		return nil
@@ -136,7 +144,7 @@ func mappedFiles(maps string) []string {
 	for sc.Scan() {
 		// address perms offset dev inode path
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || !strings.HasPrefix(fields[5], "/") || seen[fields[5]] {
+		if len(fields) < 6 || !strings.HasPrefix(fields[5], "/") || seen[fields[5]] || fields[5] == self {
 			continue
 		}
 		seen[fields[5]] = true

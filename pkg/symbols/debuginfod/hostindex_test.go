@@ -38,10 +38,13 @@ func TestHostIndex(t *testing.T) {
 	copyFile(t, lib.Path, deep)
 	elsewhere := filepath.Join(t.TempDir(), "libmapped.so")
 	copyFile(t, lib.Path, elsewhere)
+	self, err := os.Executable()
+	require.NoError(t, err)
 	maps := filepath.Join(t.TempDir(), "maps")
 	require.NoError(t, os.WriteFile(maps, []byte(
 		"7f0000000000-7f0000001000 r--p 00000000 08:01 42 "+elsewhere+"\n"+
-			"7f0000002000-7f0000003000 rw-p 00000000 00:00 0 [heap]\n"), 0o600))
+			"7f0000002000-7f0000003000 rw-p 00000000 00:00 0 [heap]\n"+
+			"00400000-00401000 r-xp 00000000 08:01 43 "+self+"\n"), 0o600))
 
 	x := newHostIndex([]string{root, root, filepath.Join(root, "missing")})
 	x.maps = maps
@@ -56,6 +59,7 @@ func TestHostIndex(t *testing.T) {
 		{"below the depth bound", lib.BuildID, "libdeep.so", ""},
 		{"a file this process maps", lib.BuildID, "libmapped.so", elsewhere},
 		{"no name", lib.BuildID, "", ""},
+		{"this process's own executable is not listed", readBuildID(self), filepath.Base(self), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := x.lookup(tc.buildID, tc.file)
