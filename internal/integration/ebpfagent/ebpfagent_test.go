@@ -78,7 +78,11 @@ func TestEBPFProfilerEndToEnd(t *testing.T) {
 	cfg.SelfProfile.Enabled = false
 	svc, err := service.Start(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), service.Everything)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, svc.Stop(context.Background())) })
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		require.NoError(t, svc.Stop(stopCtx))
+	})
 	grpcAddr, httpAddr := svc.IngestAddresses()
 
 	// The "same Collector" topology: the distribution's flamehouse
