@@ -189,7 +189,7 @@ func (s *Service) startIngest(ctx context.Context) error {
 			return fmt.Errorf("start ingest: %w", err)
 		}
 		s.fetcher, sink = f, f
-		s.log.Info("fetching symbols of unsymbolized executables", "host", sym.Host.Enabled, "debug_dirs", sym.Host.DebugDirs,
+		s.log.Info("fetching symbols of unsymbolized executables", "host", sym.Host.Enabled, "debug_dirs", sym.Host.DebugDirs, "search_dirs", sym.Host.SearchDirs,
 			"debuginfod_servers", len(sym.Debuginfod.URLs), "concurrency", sym.Debuginfod.Concurrency)
 	}
 	ingestConn, ingestNative, err := s.ingestWriter(native)

@@ -131,7 +131,7 @@ func NewWithHost(cfg Config, host HostConfig, store Store, known Known, log *slo
 		pending: map[key]struct{}{}, negative: map[string]time.Time{}, stored: map[key]time.Time{},
 	}
 	if host.Enabled {
-		f.sources = append(f.sources, &hostSource{dirs: host.DebugDirs, maxBytes: cfg.MaxFileBytes})
+		f.sources = append(f.sources, newHostSource(host, cfg.MaxFileBytes))
 	}
 	for _, raw := range cfg.URLs {
 		u, _ := parseURL(raw) // validated
