@@ -24,6 +24,7 @@ var layers = [][]string{
 		"pkg/secret", "pkg/tenancy", "pkg/profiletype", "pkg/selftrace", "pkg/chembed/sqlguard",
 		"pkg/ingest/model", "pkg/ingest/otlpwire", "pkg/query/selector", "pkg/query/flame",
 		"internal/otlpbuild", "internal/nativebin", "internal/pproftest", "internal/pluginzip", "internal/layers",
+		"internal/ebpfagent",
 	},
 	// The schema, connections to ClickHouse, OTLP encodings.
 	{
@@ -44,6 +45,9 @@ var layers = [][]string{
 	{"pkg/service"},
 	// Programs.
 	{"cmd/flamehouse", "pkg"},
+	// Integration tests of their own, which run the programs and their
+	// peers from outside.
+	{"internal/integration/ebpfagent"},
 }
 
 type goPackage struct {
