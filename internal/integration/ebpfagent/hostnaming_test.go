@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/flamehouse/flamehouse/pkg/ingest/pipeline"
+	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/profiletype"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
@@ -77,12 +77,12 @@ func checkHostNaming(t *testing.T, ingestMetrics string, ingest, before destinat
 	ctx := context.Background()
 	waitIdle(t, "the ingest's symbol fetcher", func() float64 { return metricValue(t, ingestMetrics, "flamehouse_symbols_debuginfod_queue_length") })
 
-	var exes []pipeline.Executable
+	var exes []model.Executable
 	rows, err := before.engine.Conn.Query(ctx, "SELECT DISTINCT BuildId, MappingFile FROM "+before.tables.Qualified(schema.Frames)+
 		" WHERE FunctionName = '' AND BuildId != ''")
 	require.NoError(t, err)
 	for rows.Next() {
-		var e pipeline.Executable
+		var e model.Executable
 		require.NoError(t, rows.Scan(&e.BuildID, &e.File))
 		exes = append(exes, e)
 	}
