@@ -168,13 +168,17 @@ func (a *seriesAccumulator) functionValue() string {
 	return FunctionTotal
 }
 
-// groupName is a group's label values joined by ", ", an absent or empty
-// label as "(no <label>)".
-func (a *seriesAccumulator) groupName(g *groupSeries) string {
-	parts := make([]string, len(g.groups))
-	for i, v := range g.groups {
+// groupName is a group's name.
+func (a *seriesAccumulator) groupName(g *groupSeries) string { return groupName(a.r.GroupBy, g.groups) }
+
+// groupName names a group of an answer (a series, a flame graph's group
+// node): its label values joined by ", ", an absent or empty label as
+// "(no <label>)".
+func groupName(groupBy, values []string) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
 		if v == "" {
-			v = "(no " + labelName(a.r.GroupBy[i]) + ")"
+			v = "(no " + labelName(groupBy[i]) + ")"
 		}
 		parts[i] = v
 	}
