@@ -290,3 +290,44 @@ func TestExporterTableFlameGraphByProcess(t *testing.T) {
 	r := (&fixture{ds: ds}).query(t, q, at.Add(-time.Minute), at.Add(time.Minute))
 	require.ErrorContains(t, r.Error, "keeps no frame types")
 }
+
+// TestExecutablesViewMergesTheNamesOfOneFile: a library mapped under its
+// path by one sender and its base name by another (the eBPF profiler) is
+// one row, shown by its path; two builds of a program are two rows, told
+// apart by build id; a row's link opens the flame graph of every frame of
+// its build id.
+func TestExecutablesViewMergesTheNamesOfOneFile(t *testing.T) {
+	f := newFixture(t, nil)
+	at := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
+	const libc, build1, build2 = "93ac61ec5a8eb1396f9fbd350e3169a558528a40", "9632b11fc076f139ba4a59550529f34df710c9d8", "e104a41035d0c4cebb5b25cd84cc8d82bfe624a1"
+	send := func(service, libcFile, progFile, progBuild string, value int64) {
+		b := otlpbuild.New()
+		lib := b.Mapping(0x7f0000000000, 0x7f0000200000, 0, libcFile, libc)
+		prog := b.Mapping(0x400000, 0x1400000, 0, progFile, progBuild)
+		main := b.Location(prog, 0x401000, "go", otlpbuild.Line{Function: b.Function("main.main", "", "main.go", 1)})
+		memcpy := b.Location(lib, 0x7f0000001234, "native")
+		p := &pb.Profile{SampleType: b.ValueType("cpu", "nanoseconds"), PeriodType: b.ValueType("cpu", "nanoseconds"), Period: 1, TimeUnixNano: nanos(at)}
+		p.Samples = []*pb.Sample{{StackIndex: b.Stack(memcpy, main), Values: []int64{value}}, {StackIndex: b.Stack(main), Values: []int64{value}}}
+		otlpbuild.Scope(b.Resource("service.name", service), "test", "1").Profiles = []*pb.Profile{p}
+		f.send(t, b.Request())
+	}
+	send("flamehouse", "/usr/lib/x86_64-linux-gnu/libc.so.6", "/tmp/a/flamehouse", build1, 3)
+	send("unknown_service:flamehouse", "libc.so.6", "flamehouse", build1, 5)
+	send("unknown_service:flamehouse", "libc.so.6", "flamehouse", build2, 7)
+	from, to := at.Add(-time.Minute), at.Add(5*time.Minute)
+	rows := executablesRows(t, requireOK(t, queryAs(t, f.ds, map[string]any{"queryType": "executables", "profileTypeId": cpuType}, from, to))[0], true)
+	byBuild := map[string]executableRow{}
+	for _, r := range rows {
+		require.NotContains(t, byBuild, r.buildID, "one row per build id")
+		byBuild[r.buildID] = withoutTimes(r)
+	}
+	require.Equal(t, executableRow{executable: "libc.so.6", buildID: libc, samples: 15.0 / 30, frames: 2, source: "none", mappingFile: "/usr/lib/x86_64-linux-gnu/libc.so.6"},
+		byBuild[libc], "one row for both names, shown by its path")
+	require.Equal(t, executableRow{executable: "flamehouse", buildID: build1, samples: 16.0 / 30, symbolized: 1, frames: 2, source: "on host", mappingFile: "/tmp/a/flamehouse"},
+		byBuild[build1])
+	require.Equal(t, executableRow{executable: "flamehouse", buildID: build2, samples: 14.0 / 30, symbolized: 1, frames: 1, source: "on host", mappingFile: "flamehouse"},
+		byBuild[build2])
+	// The link of the library's row: its build id, no file.
+	_, root := flameByPath(t, requireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": cpuType, "buildId": libc, "mappingFile": ""}, from, to))[0])
+	require.Equal(t, int64(15), root, "the stacks through either name")
+}

@@ -30,11 +30,39 @@ func benchStacks() ([]stackValue, *frameNames) {
 }
 
 // BenchmarkStacksFrame builds a flame graph frame (16384 nodes) from the
-// answer's stacks: label paths from frame ids, the tree, the frame.
+// answer's stacks: label paths from frame ids, the tree, the frame. plain
+// has frames without types (a Go service's own profiles); the ebpf cases
+// type a tenth of the frames kernel and a tenth cpython, the rest native,
+// so that most stacks mix interpreted and native frames: marks only, and
+// with kernel frames hidden or collapsed.
 func BenchmarkStacksFrame(b *testing.B) {
-	stacks, fn := benchStacks()
-	r := &Request{Type: TypeProfile, MaxNodes: 16384, ProfileType: ProfileType{SampleUnit: "nanoseconds"}}
-	for b.Loop() {
-		stacksFrame(r, stacks, fn)
+	stacks, plain := benchStacks()
+	typed := *plain
+	for id := range plain.labels {
+		switch id % 10 {
+		case 0:
+			typed.setKind(id, kindKernel)
+		case 1:
+			typed.setKind(id, kindInterpreted)
+		default:
+			typed.setKind(id, kindNative)
+		}
+	}
+	for _, c := range []struct {
+		name           string
+		fn             *frameNames
+		hide, collapse FrameKinds
+	}{
+		{"plain", plain, 0, 0},
+		{"ebpf-marks", &typed, 0, 0},
+		{"ebpf-hide-kernel", &typed, 1 << kindKernel, 0},
+		{"ebpf-collapse-native", &typed, 0, 1 << kindNative},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			r := &Request{Type: TypeProfile, MaxNodes: 16384, ProfileType: ProfileType{SampleUnit: "nanoseconds"}, HideFrames: c.hide, CollapseFrames: c.collapse}
+			for b.Loop() {
+				stacksFrame(r, stacks, c.fn)
+			}
+		})
 	}
 }
