@@ -226,10 +226,16 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 	})
 
 	t.Run("time series by process", func(t *testing.T) {
-		frames := requireOK(t, f.query(t, map[string]any{"queryType": "metrics", "profileTypeId": cpuType, "groupBy": []string{"process_executable_name"}}, from, to))
+		frames := requireOK(t, queryAs(t, f.ds, map[string]any{
+			"queryType": "metrics", "profileTypeId": cpuType, "groupBy": []string{"process_executable_name"}, "hideFrames": []string{"kernel"},
+		}, from, to))
 		var names []string
 		for _, fr := range frames {
 			names = append(names, fr.Fields[1].Config.DisplayNameFromDS)
+			link := fr.Fields[1].Config.Links
+			require.Len(t, link, 1)
+			require.Equal(t, []string{"kernel"}, link[0].Internal.Query.(map[string]any)["hideFrames"], //nolint:forcetypeassert // a query object
+				"the series' flame graph hides what the query hides")
 		}
 		slices.Sort(names)
 		require.Equal(t, []string{"(no process_executable_name)", "python3.11", "worker"}, names, "named like the flame graph's groups")
