@@ -1,0 +1,150 @@
+import { expect, test } from './fixtures';
+import type { Locator, Page } from '@playwright/test';
+
+import { selectors } from '../src/selectors';
+import {
+  CPU,
+  DATASOURCES_FILE,
+  FLAME_GRAPH,
+  FrameJSON,
+  Query,
+  SKIP_REASON,
+  column,
+  dsQuery,
+  exploreUrl,
+  framesOf,
+  labelsOf,
+  queryResponseWhere,
+  screenshot,
+  settledHour,
+} from './helpers';
+
+// A host profiled by the real OpenTelemetry eBPF profiler: scripts/e2e.sh runs it as root against the same
+// `flamehouse run` and waits until its samples are stored. It sends one resource per process (process.pid,
+// process.executable.name) and no service.name, and frames typed by profile.frame.type, the kernel's among them.
+test.skip(!process.env.GRAFANA_URL, SKIP_REASON);
+test.skip(
+  !process.env.FLAMEHOUSE_E2E_AGENT,
+  process.env.FLAMEHOUSE_E2E_AGENT_SKIP_REASON ||
+    'FLAMEHOUSE_E2E_AGENT is not set: scripts/e2e.sh runs the eBPF profiler (as root) and sets it once its samples are stored'
+);
+
+const q = selectors.query;
+/** What the agent's processes are named: every process as unknown_service:<executable> (the OTel default). */
+const AGENT = '{service_name=~"unknown_service.*"}';
+
+type FlameQuery = Query & { hideFrames?: string[] };
+
+/** The flame graph frame's rows: level, value and label. */
+function flameRows(frame: FrameJSON) {
+  const level = column(frame, 'level').map(Number);
+  const value = column(frame, 'value').map(Number);
+  return labelsOf(frame).map((label, i) => ({ label, level: level[i], value: value[i] }));
+}
+
+/** The flame graph frame of a query response. */
+async function flameOf(resp: Parameters<typeof framesOf>[0]): Promise<FrameJSON> {
+  const frame = (await framesOf(resp, 'A')).find((f) => f.schema.name === 'response');
+  if (!frame) {
+    throw new Error('no flame graph frame');
+  }
+  return frame;
+}
+
+/** Picks an option of a Grafana (multi) select by the text it shows. */
+async function choose(page: Page, select: Locator, text: string) {
+  await select.locator('input').click();
+  await select.locator('input').fill(text);
+  await page
+    .getByRole('option')
+    .filter({ has: page.getByText(text, { exact: true }) })
+    .first()
+    .click();
+}
+
+test('a host profiled by the eBPF profiler: a flame graph by process picked from the editor, kernel frames marked, then hidden', async ({
+  readProvisionedDataSource,
+  page,
+}) => {
+  test.setTimeout(180_000);
+  const ds = await readProvisionedDataSource({ fileName: DATASOURCES_FILE });
+  // A range that ended a minute ago (the same samples for every query below), once it holds the agent's kernel
+  // frames: the agent reports every 5 s from the start of the run.
+  let range = settledHour();
+  const base: FlameQuery = { refId: 'A', queryType: 'profile', profileTypeId: CPU, labelSelector: AGENT };
+  await expect
+    .poll(
+      async () => {
+        range = settledHour();
+        const rows = flameRows(await flameOf(await dsQuery(page, ds, [base], range)));
+        return rows.some((r) => r.label.endsWith(' [kernel]'));
+      },
+      { message: "the agent's kernel frames, a minute old", timeout: 120_000 }
+    )
+    .toBe(true);
+
+  // Explore on the agent's processes; the user picks the view by process from the Group by list: no selector typed.
+  await page.goto(exploreUrl(ds, [base], range));
+  const options = page.getByTestId(q.options);
+  await options.getByTestId(q.optionsSummary).click();
+  const grouped = queryResponseWhere(
+    page,
+    (x) => x.queryType === 'profile' && (x.groupBy ?? []).includes('process_executable_name')
+  );
+  await choose(page, options.getByTestId(q.groupBy), 'process.executable.name');
+  const byProcess = flameRows(await flameOf(await grouped));
+  await expect(options.getByTestId(q.optionsSummary)).toContainText('Group by: process_executable_name');
+
+  // One node per process under the root, the agent itself among them, and kernel threads apart.
+  const processes = byProcess.filter((r) => r.level === 1).map((r) => r.label);
+  expect(processes, 'the agent profiles itself').toContain('ebpf-profiler');
+  expect(processes, 'kernel threads have no executable').toContain('(no process_executable_name)');
+  expect(
+    processes.every((p) => !p.startsWith('unknown_service')),
+    'processes by executable, not by service'
+  ).toBe(true);
+  const total = byProcess[0].value;
+  expect(
+    byProcess.filter((r) => r.level === 1).reduce((s, r) => s + r.value, 0),
+    'the groups add up to the root'
+  ).toBe(total);
+  const kernel = byProcess.filter((r) => r.label.endsWith(' [kernel]'));
+  expect(kernel.length, 'kernel frames are marked').toBeGreaterThan(0);
+  await expect(page.locator(FLAME_GRAPH).first()).toBeVisible();
+  // Grafana's top table lists the marked kernel functions.
+  await expect(page.getByTestId('topTable').getByText(kernel[0].label, { exact: true }).first()).toBeVisible();
+  await screenshot(page, 'ebpf-by-process-kernel-marked');
+
+  // Hide kernel frames: their samples go to the functions that called into the kernel; the total stays.
+  const hidden = queryResponseWhere(
+    page,
+    (x) => x.queryType === 'profile' && ((x as FlameQuery).hideFrames ?? []).includes('kernel')
+  );
+  await options.getByTestId(q.kernelFrames).getByRole('radio', { name: 'Hide', exact: true }).check({ force: true });
+  const withoutKernel = flameRows(await flameOf(await hidden));
+  expect(withoutKernel.filter((r) => r.label.endsWith(' [kernel]'))).toEqual([]);
+  expect(withoutKernel[0].value, 'the same samples').toBe(total);
+  expect(withoutKernel.filter((r) => r.level === 1).map((r) => r.label)).toEqual(expect.arrayContaining(processes));
+  await expect(options.getByTestId(q.optionsSummary)).toContainText('Kernel frames: hidden');
+  await expect(page.getByTestId('topTable').getByText(kernel[0].label, { exact: true })).toHaveCount(0);
+  await screenshot(page, 'ebpf-by-process-kernel-hidden');
+});
+
+test('the Hosts dashboard shows CPU and the flame graph by process, and the executables one row per build id', async ({
+  page,
+}) => {
+  const grouped = queryResponseWhere(page, (x) => x.queryType === 'profile' && (x.groupBy ?? []).length > 0);
+  const executables = queryResponseWhere(page, (x) => (x.queryType as string) === 'executables');
+  await page.goto('/d/flamehouse-hosts?orgId=1');
+  const frame = await flameOf(await grouped);
+  const processes = flameRows(frame)
+    .filter((r) => r.level === 1)
+    .map((r) => r.label);
+  expect(processes).toContain('ebpf-profiler');
+  const [exes] = await framesOf(await executables, 'A');
+  const ids = column(exes, 'buildId').map(String).filter(Boolean);
+  expect(new Set(ids).size, 'one row per build id').toBe(ids.length);
+  await expect(page.locator(FLAME_GRAPH).first()).toBeVisible();
+  await expect(page.getByText('CPU flame graph by process.executable.name')).toBeVisible();
+  await screenshot(page, 'ebpf-hosts-dashboard');
+});
