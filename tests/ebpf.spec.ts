@@ -1,5 +1,4 @@
 import { expect, test } from './fixtures';
-import type { Locator, Page } from '@playwright/test';
 
 import { selectors } from '../src/selectors';
 import {
@@ -9,6 +8,7 @@ import {
   FrameJSON,
   Query,
   SKIP_REASON,
+  choose,
   column,
   dsQuery,
   exploreUrl,
@@ -49,17 +49,6 @@ async function flameOf(resp: Parameters<typeof framesOf>[0]): Promise<FrameJSON>
     throw new Error('no flame graph frame');
   }
   return frame;
-}
-
-/** Picks an option of a Grafana (multi) select by the text it shows. */
-async function choose(page: Page, select: Locator, text: string) {
-  await select.locator('input').click();
-  await select.locator('input').fill(text);
-  await page
-    .getByRole('option')
-    .filter({ has: page.getByText(text, { exact: true }) })
-    .first()
-    .click();
 }
 
 test('a host profiled by the eBPF profiler: a flame graph by process picked from the editor, kernel frames marked, then hidden', async ({

@@ -1,4 +1,4 @@
-import type { Page, Response } from '@playwright/test';
+import type { Locator, Page, Response } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 
 /**
@@ -245,4 +245,19 @@ export function labelsOf(frame: FrameJSON): string[] {
   const field = frame.schema.fields[i] as { config?: { type?: { enum?: { text?: string[] } } } };
   const text = field.config?.type?.enum?.text;
   return values.map((v) => (text ? text[Number(v)] : String(v)));
+}
+
+/**
+ * Picks an option of a Grafana Select by a text it shows: types the text to filter the (virtualized) menu, then
+ * clicks the option with that exact text. Label names show in OpenTelemetry form ("service.name") with the selector
+ * name ("service_name") as the option's description.
+ */
+export async function choose(page: Page, select: Locator, text: string) {
+  await select.locator('input').click();
+  await select.locator('input').fill(text);
+  await page
+    .getByRole('option')
+    .filter({ has: page.getByText(text, { exact: true }) })
+    .first()
+    .click();
 }

@@ -195,7 +195,7 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 			s, _ := table.Fields[1].ConcreteAt(i)
 			selfs[label.(string)] = s.(int64) //nolint:forcetypeassert // a string and an int64 field
 		}
-		require.Equal(t, map[string]int64{"_PyEval_EvalFrameDefault [native]": 700, "py_beta": 300, "memcpy": 400, "c_work": 200}, withoutZeros(selfs))
+		require.Equal(t, map[string]int64{"_PyEval_EvalFrameDefault [native]": 700, "py_beta": 300, "memcpy": 400, "c_work": 200}, nonZero(selfs))
 	})
 
 	t.Run("function filters take the labels as shown", func(t *testing.T) {
@@ -246,16 +246,6 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 		require.ErrorContains(t, r.Error, `hideFrames: "jvm" is not a frame kind`)
 		require.ErrorContains(t, r.Error, "hidden or collapsed, not both: kernel")
 	})
-}
-
-func withoutZeros(m map[string]int64) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range m {
-		if v != 0 {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // TestExporterTableFlameGraphByProcess: the exporter's table groups a
