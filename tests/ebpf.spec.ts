@@ -86,7 +86,7 @@ test('a host profiled by the eBPF profiler: a flame graph by process picked from
 
   // One node per process under the root, the agent itself among them, and kernel threads apart.
   const processes = byProcess.filter((r) => r.level === 1).map((r) => r.label);
-  expect(processes, 'the agent profiles itself').toContain('ebpf-profiler');
+  expect(processes, 'the agent profiles the Flamehouse it reports to').toContain('flamehouse');
   expect(processes, 'kernel threads have no executable').toContain('(no process_executable_name)');
   expect(
     processes.every((p) => !p.startsWith('unknown_service')),
@@ -129,11 +129,15 @@ test('the Hosts dashboard shows CPU and the flame graph by process, and the exec
   const processes = flameRows(frame)
     .filter((r) => r.level === 1)
     .map((r) => r.label);
-  expect(processes).toContain('ebpf-profiler');
+  expect(processes).toContain('flamehouse');
   const [exes] = await framesOf(await executables, 'A');
   const ids = column(exes, 'buildId').map(String).filter(Boolean);
   expect(new Set(ids).size, 'one row per build id').toBe(ids.length);
   await expect(page.locator(FLAME_GRAPH).first()).toBeVisible();
   await expect(page.getByText('CPU flame graph by process.executable.name')).toBeVisible();
+  // The tables below draw their rows: the top functions (kernel hidden) and the executables, by build id.
+  await expect(page.getByRole('columnheader', { name: 'Self' }).first()).toBeVisible();
+  await expect(page.getByRole('columnheader', { name: 'Build ID' })).toBeVisible();
+  await expect(page.getByRole('columnheader', { name: 'mappingFileFilter' })).toHaveCount(0);
   await screenshot(page, 'ebpf-hosts-dashboard');
 });

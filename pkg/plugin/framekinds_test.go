@@ -86,8 +86,10 @@ func ebpfHostRequest(at time.Time) *collectorpb.ExportProfilesServiceRequest {
 			if s.process != "" {
 				attrs = append(attrs, "process.executable.name", s.process, "process.executable.path", "/usr/bin/"+s.process)
 			}
-			p = &pb.Profile{SampleType: b.ValueType("cpu", "nanoseconds"), PeriodType: b.ValueType("cpu", "nanoseconds"), Period: 50_000_000,
-				TimeUnixNano: nanos(at)}
+			p = &pb.Profile{
+				SampleType: b.ValueType("cpu", "nanoseconds"), PeriodType: b.ValueType("cpu", "nanoseconds"), Period: 50_000_000,
+				TimeUnixNano: nanos(at),
+			}
 			otlpbuild.Scope(b.Resource(attrs...), "ebpf-profiler", "1").Profiles = []*pb.Profile{p}
 			profiles[s.process] = p
 		}

@@ -243,14 +243,14 @@ func (l *otelLayout) stacksSQL(p *params, r *Request, files map[string]*executab
 	label, group := otelStackLabel(p, r.Lines, files)
 	groupBy := flameGroupBy(r)
 	keys := groupKeys(len(groupBy))
-	var groups, outer string
+	var groups, outer strings.Builder
 	for i, g := range groupBy {
-		groups += ", " + otelLabel(p, g) + " AS " + keys[i]
-		outer += ", " + keys[i]
+		groups.WriteString(", " + otelLabel(p, g) + " AS " + keys[i])
+		outer.WriteString(", " + keys[i])
 	}
-	return "SELECT h, v, arrayStringConcat(arrayReverse(arrayMap(" + label + ", s.1, s.2, s.3, s.4, s.5)), '\\0')" + outer + " FROM (" +
+	return "SELECT h, v, arrayStringConcat(arrayReverse(arrayMap(" + label + ", s.1, s.2, s.3, s.4, s.5)), '\\0')" + outer.String() + " FROM (" +
 		"SELECT StackHash AS h, sum(" + value + ") AS v, any((FunctionNames, MappingFileNames, FileNames, Addresses, arrayResize(LineNumbers, length(FunctionNames)))) AS s" +
-		groups + " FROM " + l.table + " WHERE " + where + " GROUP BY StackHash, cityHash64(MappingFileNames)" + group + outer + ")"
+		groups.String() + " FROM " + l.table + " WHERE " + where + " GROUP BY StackHash, cityHash64(MappingFileNames)" + group + outer.String() + ")"
 }
 
 // otelMarker starts the label of an unsymbolized frame that the symbol

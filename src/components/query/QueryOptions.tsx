@@ -325,7 +325,7 @@ function OtherOptions({
       {frameOptions && (
         <InlineFieldRow>
           {FRAME_KIND_OPTIONS.map((o) => (
-            <InlineField key={o.kind} label={o.label} labelWidth={14} tooltip={o.tooltip}>
+            <InlineField key={o.kind} label={o.label} labelWidth={16} tooltip={o.tooltip}>
               <div data-testid={o.testId}>
                 <RadioButtonGroup<FrameMode>
                   size="sm"
