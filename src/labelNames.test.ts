@@ -1,4 +1,4 @@
-import { labelOptions } from './labelNames';
+import { identityFirst, labelOptions } from './labelNames';
 
 describe('labelOptions', () => {
   it('lists the labels that tell processes, threads, pods and hosts apart first, by their OTel names', () => {
@@ -22,5 +22,9 @@ describe('labelOptions', () => {
       value: 'process_executable_name',
       description: 'process_executable_name',
     });
+  });
+
+  it('keeps the order of the other labels', () => {
+    expect(identityFirst(['b', 'a', 'host_name', 'container_id'])).toEqual(['container_id', 'host_name', 'b', 'a']);
   });
 });

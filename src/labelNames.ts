@@ -96,11 +96,16 @@ export const IDENTITY_LABELS = [
   'host_name',
 ];
 
-/** Label names as select options: the identity labels first, the others as they come (sorted by the backend). */
-export function labelOptions(names: string[]): Array<SelectableValue<string>> {
+/** Label names with the identity labels first, in their order; the others keep theirs (sorted by the backend). */
+export function identityFirst(names: readonly string[]): string[] {
   const rank = (n: string) => {
     const i = IDENTITY_LABELS.indexOf(n);
     return i < 0 ? IDENTITY_LABELS.length : i;
   };
-  return [...names].sort((a, b) => rank(a) - rank(b)).map(labelOption);
+  return [...names].sort((a, b) => rank(a) - rank(b));
+}
+
+/** Label names as select options, the identity labels first. */
+export function labelOptions(names: readonly string[]): Array<SelectableValue<string>> {
+  return identityFirst(names).map(labelOption);
 }

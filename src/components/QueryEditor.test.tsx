@@ -228,6 +228,21 @@ describe('QueryEditor: label selector as text', () => {
     expect(onRunQuery).toHaveBeenCalledTimes(1);
   });
 
+  it('suggests the labels that say where a sample is from first', async () => {
+    await setup({ labelSelector: '{}' });
+    const input = await switchToCode();
+    fireEvent.focus(input);
+    fireEvent.change(input, { target: { value: '{}' } });
+    input.setSelectionRange(1, 1);
+    fireEvent.click(input);
+    const names = await screen.findByTestId(selectors.query.suggestions);
+    expect(
+      within(names)
+        .getAllByRole('option')
+        .map((o) => o.title)
+    ).toEqual(['service.name', 'thread.name', 'k8s.pod.name']);
+  });
+
   it('suggests label names, then values, at the cursor', async () => {
     const { lastQuery } = await setup({ labelSelector: '{}' });
     const input = await switchToCode();
