@@ -7,6 +7,7 @@ import {
   FLAME_GRAPH,
   FrameJSON,
   Query,
+  Range,
   SKIP_REASON,
   choose,
   column,
@@ -16,7 +17,6 @@ import {
   labelsOf,
   queryResponseWhere,
   screenshot,
-  settledHour,
 } from './helpers';
 
 // A host profiled by the real OpenTelemetry eBPF profiler: scripts/e2e.sh runs it as root against the same
@@ -34,6 +34,12 @@ const q = selectors.query;
 const AGENT = '{service_name=~"unknown_service.*"}';
 
 type FlameQuery = Query & { hideFrames?: string[] };
+
+/** The last hour up to 30 s ago, in epoch milliseconds: late enough that no report of it is still on its way. */
+function settled(): Range {
+  const to = Date.now() - 30_000;
+  return { from: String(to - 3_600_000), to: String(to) };
+}
 
 /** The flame graph frame's rows: level, value and label. */
 function flameRows(frame: FrameJSON) {
@@ -57,20 +63,26 @@ test('a host profiled by the eBPF profiler: a flame graph by process picked from
 }) => {
   test.setTimeout(180_000);
   const ds = await readProvisionedDataSource({ fileName: DATASOURCES_FILE });
-  // A range that ended a minute ago (the same samples for every query below), once it holds the agent's kernel
-  // frames: the agent reports every 5 s from the start of the run.
-  let range = settledHour();
+  // A range that ended 30 s ago (the agent reports every 5 s: every query below sees the same samples), once it
+  // holds the agent's report of the Flamehouse it sends to, of kernel threads, and kernel frames.
+  let range = settled();
   const base: FlameQuery = { refId: 'A', queryType: 'profile', profileTypeId: CPU, labelSelector: AGENT };
   await expect
     .poll(
       async () => {
-        range = settledHour();
-        const rows = flameRows(await flameOf(await dsQuery(page, ds, [base], range)));
-        return rows.some((r) => r.label.endsWith(' [kernel]'));
+        range = settled();
+        const query = { ...base, groupBy: ['process_executable_name'] };
+        const rows = flameRows(await flameOf(await dsQuery(page, ds, [query], range)));
+        const groups = rows.filter((r) => r.level === 1).map((r) => r.label);
+        return [
+          groups.includes('flamehouse'),
+          groups.includes('(no process_executable_name)'),
+          rows.some((r) => r.label.endsWith(' [kernel]')),
+        ];
       },
-      { message: "the agent's kernel frames, a minute old", timeout: 120_000 }
+      { message: "the agent's reports of flamehouse, of kernel threads, and kernel frames", timeout: 120_000 }
     )
-    .toBe(true);
+    .toEqual([true, true, true]);
 
   // Explore on the agent's processes; the user picks the view by process from the Group by list: no selector typed.
   await page.goto(exploreUrl(ds, [base], range));
