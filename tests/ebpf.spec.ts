@@ -41,11 +41,21 @@ function settled(): Range {
   return { from: String(to - 3_600_000), to: String(to) };
 }
 
-/** The flame graph frame's rows: level, value and label. */
+/** The flame graph frame's rows: level, value, self and label. */
 function flameRows(frame: FrameJSON) {
   const level = column(frame, 'level').map(Number);
   const value = column(frame, 'value').map(Number);
-  return labelsOf(frame).map((label, i) => ({ label, level: level[i], value: value[i] }));
+  const self = column(frame, 'self').map(Number);
+  return labelsOf(frame).map((label, i) => ({ label, level: level[i], value: value[i], self: self[i] }));
+}
+
+/** The function with the most self value, the top table's first row (its default order). */
+function topSelf(rows: ReturnType<typeof flameRows>): string {
+  const self = new Map<string, number>();
+  for (const r of rows.slice(1)) {
+    self.set(r.label, (self.get(r.label) ?? 0) + r.self);
+  }
+  return [...self.entries()].sort((a, b) => b[1] - a[1])[0][0];
 }
 
 /** The flame graph frame of a query response. */
@@ -137,6 +147,7 @@ test('a host profiled by the eBPF profiler: a flame graph by process picked from
   await search.fill(String.raw`\[kernel\]`);
   await expect(page.getByTestId('topTable').getByText(/ \[kernel\]$/)).toHaveCount(0);
   await search.fill('');
+  await expect(page.getByTestId('topTable').getByText(topSelf(withoutKernel), { exact: true }).first()).toBeVisible();
   await screenshot(page, 'ebpf-by-process-kernel-hidden');
 });
 
