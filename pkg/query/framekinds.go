@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -163,6 +164,9 @@ type kindView struct {
 	marked map[int32]int32
 	// kinds are the frames' kinds by id (for stacks of frame ids).
 	kinds map[uint64]frameKind
+	// markedDense are the marked entries by dense frame number (for
+	// stacks of dense numbers, after denseKinds), notMarked until needed.
+	markedDense []int32
 }
 
 // newKindView returns the view of an answer's frames with their kinds
@@ -187,16 +191,24 @@ func newKindView(names *flame.Names, ids *nameIDs, kinds map[uint64]frameKind, h
 	return v
 }
 
-// denseKinds are the kinds of d's frame numbers.
+// denseKinds are the kinds of d's frame numbers; it also prepares the
+// marked entries of native frames by dense number (markedDense).
 func (v *kindView) denseKinds(d *denseFrames) []frameKind {
 	out := make([]frameKind, len(d.ids))
+	v.markedDense = make([]int32, len(d.ids))
 	for i, id := range d.ids {
 		out[i] = v.kinds[id]
+		v.markedDense[i] = notMarked
 	}
 	return out
 }
 
-// appendDense appends the label ids of a stack of dense frame numbers.
+// notMarked is a markedDense entry not computed yet.
+const notMarked = math.MinInt32
+
+// appendDense appends the label ids of a stack of dense frame numbers:
+// appendFrame's work, with the common cases (a frame of the program's
+// code, a marked native frame) inline and the marked entries by number.
 func (v *kindView) appendDense(path []int32, frames []int32, nameOf []int32, kindOf []frameKind) []int32 {
 	mixed := false
 	if v.interpreted {
@@ -209,7 +221,26 @@ func (v *kindView) appendDense(path []int32, frames []int32, nameOf []int32, kin
 	}
 	last := kindCode
 	for _, k := range frames {
-		path, last = v.appendFrame(path, nameOf[k], kindOf[k], mixed, last)
+		kind := kindOf[k]
+		e := nameOf[k]
+		switch {
+		case kind == kindCode || kind == kindInterpreted || (kind == kindNative && !mixed):
+			last = kindCode
+		case kind == kindNative && !v.hide.has(kindNative) && !v.collapse.has(kindNative):
+			if e = v.markedDense[k]; e == notMarked {
+				e = v.markedNative(nameOf[k])
+				v.markedDense[k] = e
+			}
+			last = kindCode
+		default:
+			path, last = v.appendFrame(path, e, kind, mixed, last)
+			continue
+		}
+		if e >= 0 {
+			path = append(path, e)
+		} else {
+			path = append(path, v.ids.multi[-e-1]...)
+		}
 	}
 	return path
 }
