@@ -156,20 +156,29 @@ test('the Hosts dashboard shows CPU and the flame graph by process, and the exec
 }) => {
   const grouped = queryResponseWhere(page, (x) => x.queryType === 'profile' && (x.groupBy ?? []).length > 0);
   const executables = queryResponseWhere(page, (x) => (x.queryType as string) === 'executables');
+  const top = queryResponseWhere(page, (x) => x.queryType === 'table');
   await page.goto('/d/flamehouse-hosts?orgId=1');
   const frame = await flameOf(await grouped);
   const processes = flameRows(frame)
     .filter((r) => r.level === 1)
     .map((r) => r.label);
   expect(processes).toContain('flamehouse');
+  const [functions] = await framesOf(await top, 'A');
+  const names = column(functions, 'label').map(String);
+  expect(names.length, 'the top functions').toBeGreaterThan(0);
+  expect(
+    names.filter((n) => n.endsWith(' [kernel]')),
+    'kernel frames hidden'
+  ).toEqual([]);
   const [exes] = await framesOf(await executables, 'A');
   const ids = column(exes, 'buildId').map(String).filter(Boolean);
   expect(new Set(ids).size, 'one row per build id').toBe(ids.length);
   await expect(page.locator(FLAME_GRAPH).first()).toBeVisible();
   await expect(page.getByText('CPU flame graph by process.executable.name')).toBeVisible();
   // The tables below draw their rows: the top functions (kernel hidden) and the executables, by build id.
-  await expect(page.getByRole('columnheader', { name: 'Self' }).first()).toBeVisible();
+  await expect(page.getByRole('columnheader', { name: 'Function' })).toBeVisible();
   await expect(page.getByRole('columnheader', { name: 'Build ID' })).toBeVisible();
+  await expect(page.getByText(names[0], { exact: true }).first()).toBeVisible();
   await expect(page.getByRole('columnheader', { name: 'mappingFileFilter' })).toHaveCount(0);
   await screenshot(page, 'ebpf-hosts-dashboard');
 });
