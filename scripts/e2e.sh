@@ -14,6 +14,11 @@
 # With none of these the specs are skipped, each saying why. With
 # FLAMEHOUSE_E2E_REQUIRE=1 (CI sets it) a skipped spec fails the run.
 #
+# As root it also runs the OpenTelemetry eBPF profiler from
+# ../shared/ebpf-profiler (or FLAMEHOUSE_EBPF_PROFILER, its .xz) against the
+# same ingest, for tests/ebpf.spec.ts, and stops it at the end; where it
+# cannot run, those specs skip with the reason.
+#
 # Other settings: FLAMEHOUSE_PLUGIN_ZIP (a built release zip; default: build
 # one with `go tool mage package`), CHROMIUM_PATH (default /usr/bin/chromium),
 # FLAMEHOUSE_E2E_ARTIFACTS (screenshots, logs and traces; default
@@ -187,6 +192,28 @@ sql() { node scripts/e2e-sql.mjs "$ch" "$1"; }
 wait_for "flamehouse run is up" 120 grep -q "Stop with Ctrl-C" "$work/flamehouse.log" ||
   { cat "$work/flamehouse.log"; die "flamehouse run did not start"; }
 
+# The OpenTelemetry eBPF profiler (../shared/ebpf-profiler, or the .xz at
+# FLAMEHOUSE_EBPF_PROFILER) against the same ingest, for tests/ebpf.spec.ts:
+# real agent data, processes without service.name, typed and kernel frames.
+# It needs root; started now, it reports while the demo data fills. Without
+# it the agent's specs skip with the reason (a failure under REQUIRE=1).
+agent_reason=
+agent_xz=${FLAMEHOUSE_EBPF_PROFILER:-$root/../shared/ebpf-profiler/ebpf-profiler-linux-amd64.xz}
+if [ "$(id -u)" != 0 ]; then
+  agent_reason="the eBPF profiler needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN): this run is not root"
+elif [ ! -f "$agent_xz" ]; then
+  agent_reason="no eBPF profiler at $agent_xz (set FLAMEHOUSE_EBPF_PROFILER to its .xz)"
+elif ! xz -dc "$agent_xz" >"$work/ebpf-profiler" || ! chmod +x "$work/ebpf-profiler"; then
+  agent_reason="could not unpack the eBPF profiler from $agent_xz"
+elif ! { mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing; }; then
+  agent_reason="no tracefs at /sys/kernel/tracing, which the eBPF profiler attaches to"
+else
+  "$work/ebpf-profiler" -collection-agent "127.0.0.1:$grpc_port" -disable-tls -reporter-interval 5s >"$work/ebpf-profiler.log" 2>&1 &
+  agent_pid=$!
+  pids+=($agent_pid)
+  log "started the eBPF profiler against the ingest (127.0.0.1:$grpc_port)"
+fi
+
 # Data for the exporter-table datasource: the same profiles through a real
 # OpenTelemetry Collector with the contrib ClickHouse exporter (otel_profiles)
 # and through Flamehouse's ingest.
@@ -206,6 +233,25 @@ wait_for "CPU samples linked to spans in otel_traces" 180 has "$linked" ||
   { cat "$work/flamehouse.log"; die "no span-linked CPU samples within 180 s"; }
 wait_for "heap profiles" 60 has "$heap" || die "no heap profile"
 log "demo data complete $((SECONDS - started)) s after start"
+
+# The agent's data: samples of processes that send no service.name, with
+# kernel frames. An agent that cannot load its eBPF programs exits.
+if [ -z "$agent_reason" ]; then
+  agent_data="SELECT (SELECT count() FROM otel.otel_profile_samples WHERE ServiceName LIKE 'unknown_service%') > 0
+    AND (SELECT count() FROM otel.otel_profile_frames WHERE FrameType = 'kernel') > 0"
+  agent_reports() { kill -0 "$agent_pid" && has "$agent_data"; }
+  if wait_for "eBPF profiler samples with kernel frames" 90 agent_reports; then
+    export FLAMEHOUSE_E2E_AGENT=1
+  elif kill -0 "$agent_pid" 2>/dev/null; then
+    agent_reason="the eBPF profiler runs but no sample of it was stored within 90 s (log: $artifacts/ebpf-profiler.log)"
+  else
+    agent_reason="the eBPF profiler exited: $(tail -n 1 "$work/ebpf-profiler.log" 2>/dev/null) (log: $artifacts/ebpf-profiler.log)"
+  fi
+fi
+if [ -n "$agent_reason" ]; then
+  log "$agent_reason: the eBPF profiler's specs are skipped"
+  export FLAMEHOUSE_E2E_AGENT_SKIP_REASON=$agent_reason
+fi
 
 # Grafana with the plugin installed from the zip, and the provisioning of
 # provisioning/ plus the examples, pointed at this ClickHouse.
@@ -259,7 +305,8 @@ if [ "${FLAMEHOUSE_E2E_SERVE:-}" = 1 ]; then
   printf '  export %s\n' "GRAFANA_URL=$GRAFANA_URL" "FLAMEHOUSE_E2E_PROVISIONING=$FLAMEHOUSE_E2E_PROVISIONING" \
     "FLAMEHOUSE_E2E_EXAMPLES=1" "FLAMEHOUSE_E2E_EXPORTER_FIXTURE=$FLAMEHOUSE_E2E_EXPORTER_FIXTURE" \
     "FLAMEHOUSE_E2E_GRAFANA_LOG=$FLAMEHOUSE_E2E_GRAFANA_LOG" "FLAMEHOUSE_E2E_CLICKHOUSE=$ch" \
-    "FLAMEHOUSE_E2E_TEMPO=${FLAMEHOUSE_E2E_TEMPO:-}"
+    "FLAMEHOUSE_E2E_TEMPO=${FLAMEHOUSE_E2E_TEMPO:-}" \
+    "FLAMEHOUSE_E2E_AGENT=${FLAMEHOUSE_E2E_AGENT:-}" "FLAMEHOUSE_E2E_AGENT_SKIP_REASON=${FLAMEHOUSE_E2E_AGENT_SKIP_REASON:-}"
   wait "${pids[@]}"
   exit
 fi

@@ -1,4 +1,4 @@
-import type { Page, Response } from '@playwright/test';
+import type { Locator, Page, Response } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 
 /**
@@ -274,4 +274,19 @@ export async function clickhouseRows(sql: string): Promise<string[][]> {
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => line.split('\t'));
+}
+
+/**
+ * Picks an option of a Grafana Select by a text it shows: types the text to filter the (virtualized) menu, then
+ * clicks the option with that exact text. Label names show in OpenTelemetry form ("service.name") with the selector
+ * name ("service_name") as the option's description.
+ */
+export async function choose(page: Page, select: Locator, text: string) {
+  await select.locator('input').click();
+  await select.locator('input').fill(text);
+  await page
+    .getByRole('option')
+    .filter({ has: page.getByText(text, { exact: true }) })
+    .first()
+    .click();
 }

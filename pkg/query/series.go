@@ -168,13 +168,17 @@ func (a *seriesAccumulator) functionValue() string {
 	return FunctionTotal
 }
 
-// groupName is a group's label values joined by ", ", an absent or empty
-// label as "(no <label>)".
-func (a *seriesAccumulator) groupName(g *groupSeries) string {
-	parts := make([]string, len(g.groups))
-	for i, v := range g.groups {
+// groupName is a group's name.
+func (a *seriesAccumulator) groupName(g *groupSeries) string { return groupName(a.r.GroupBy, g.groups) }
+
+// groupName names a group of an answer (a series, a flame graph's group
+// node): its label values joined by ", ", an absent or empty label as
+// "(no <label>)".
+func groupName(groupBy, values []string) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
 		if v == "" {
-			v = "(no " + labelName(a.r.GroupBy[i]) + ")"
+			v = "(no " + labelName(groupBy[i]) + ")"
 		}
 		parts[i] = v
 	}
@@ -194,7 +198,8 @@ func (a *seriesAccumulator) selectionName() string {
 // groupQuery is the flame graph query of a group: the request's profile
 // type, matchers, spans and trace, an equality matcher per group-by label
 // with the group's value ("" selects samples without the label, as
-// grouping put them there), and the clicked point's interval.
+// grouping put them there), its function filter and frame kinds, and the
+// clicked point's interval.
 func (a *seriesAccumulator) groupQuery(g *groupSeries) map[string]any {
 	ms := slices.Clone(a.r.Matchers)
 	for i, l := range a.r.GroupBy {
@@ -203,6 +208,12 @@ func (a *seriesAccumulator) groupQuery(g *groupSeries) map[string]any {
 	q := profileQuery(a.r.ProfileType.ID, ms, a.r.SpanIDs, a.r.TraceID)
 	if a.r.Function != "" {
 		q["function"], q["functionValue"] = a.r.Function, a.functionValue()
+	}
+	if a.r.HideFrames != 0 {
+		q["hideFrames"] = a.r.HideFrames.Names()
+	}
+	if a.r.CollapseFrames != 0 {
+		q["collapseFrames"] = a.r.CollapseFrames.Names()
 	}
 	q["intervalStart"] = pointTimeVariable
 	q["intervalSeconds"] = int64(a.r.Step / time.Second)
