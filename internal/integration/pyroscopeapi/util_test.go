@@ -1,0 +1,5 @@
+package pyroscopeapi
+
+import "strconv"
+
+func strconvFormat(v int64) string { return strconv.FormatInt(v, 10) }
