@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 	"github.com/stretchr/testify/require"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/pkg/otlphttp"
@@ -101,8 +103,10 @@ func TestPyroscopeAPIParity(t *testing.T) {
 	})
 	start := time.Now().Add(-20 * time.Minute).Truncate(time.Minute)
 	reports := 6
+	var sent []*collectorpb.ExportProfilesServiceRequest
 	for i := range reports {
 		req := gen.Report(start.Add(time.Duration(i) * 5 * time.Second))
+		sent = append(sent, req)
 		for _, url := range []string{ingestURL, py.url} {
 			_, err := otlphttp.New(url, "").Export(ctx, req)
 			require.NoError(t, err, "export to %s", url)
@@ -149,7 +153,188 @@ func TestPyroscopeAPIParity(t *testing.T) {
 		t.Logf("%d nodes equal node by node (Flamehouse's %d, of which %d unsymbolized native frames, left out), total %d",
 			len(pyTree), len(fhTree), unsymbolized, wantTotal)
 	})
-	_ = typesv1.LabelPair{}
+
+	t.Run("labels and series", func(t *testing.T) {
+		fhTypes, err := fh.ProfileTypes(ctx, connect.NewRequest(&querierv1.ProfileTypesRequest{Start: from, End: to}))
+		require.NoError(t, err)
+		pyTypes, err := pyc.ProfileTypes(ctx, connect.NewRequest(&querierv1.ProfileTypesRequest{Start: from, End: to}))
+		require.NoError(t, err)
+		require.Equal(t, typeIDs(pyTypes.Msg.GetProfileTypes()), typeIDs(fhTypes.Msg.GetProfileTypes()))
+		require.Equal(t, []string{cpuType}, typeIDs(fhTypes.Msg.GetProfileTypes()))
+
+		for _, req := range []*typesv1.LabelValuesRequest{
+			{Name: "service_name", Start: from, End: to},
+			{Name: "__profile_type__", Matchers: []string{`{service_name="checkout"}`}, Start: from, End: to},
+			{Name: "__name__", Start: from, End: to},
+			{Name: "service_name", Matchers: []string{`{__profile_type__="` + cpuType + `"}`}, Start: from, End: to},
+			{Name: "service_name", Matchers: []string{`{service_name="nope"}`}, Start: from, End: to},
+		} {
+			fhv, err := fh.LabelValues(ctx, connect.NewRequest(req))
+			require.NoError(t, err)
+			pyv, err := pyc.LabelValues(ctx, connect.NewRequest(req))
+			require.NoError(t, err)
+			require.Equal(t, pyv.Msg.GetNames(), fhv.Msg.GetNames(), "LabelValues %v", req)
+		}
+
+		// Label names: Pyroscope's OTLP ingest keeps service.name of the
+		// resource attributes only and marks the series __otel__; Flamehouse
+		// keeps every resource and sample attribute as a label. Pyroscope's
+		// names but __otel__ are Flamehouse's too.
+		fhn, err := fh.LabelNames(ctx, connect.NewRequest(&typesv1.LabelNamesRequest{Start: from, End: to}))
+		require.NoError(t, err)
+		pyn, err := pyc.LabelNames(ctx, connect.NewRequest(&typesv1.LabelNamesRequest{Start: from, End: to}))
+		require.NoError(t, err)
+		for _, name := range pyn.Msg.GetNames() {
+			if name != "__otel__" {
+				require.Contains(t, fhn.Msg.GetNames(), name)
+			}
+		}
+		require.Contains(t, fhn.Msg.GetNames(), "k8s_pod_name")
+		require.Contains(t, fhn.Msg.GetNames(), "thread_name")
+		require.NotContains(t, pyn.Msg.GetNames(), "k8s_pod_name")
+
+		series := &querierv1.SeriesRequest{Matchers: []string{`{service_name="checkout"}`}, LabelNames: []string{
+			"service_name", "__profile_type__", "__name__", "__type__", "__unit__", "__period_type__", "__period_unit__", "__service_name__",
+		}, Start: from, End: to}
+		fhs, err := fh.Series(ctx, connect.NewRequest(series))
+		require.NoError(t, err)
+		pys, err := pyc.Series(ctx, connect.NewRequest(series))
+		require.NoError(t, err)
+		require.Equal(t, labelSets(pys.Msg.GetLabelsSet()), labelSets(fhs.Msg.GetLabelsSet()))
+		require.Len(t, fhs.Msg.GetLabelsSet(), 1)
+	})
+
+	t.Run("SelectSeries", func(t *testing.T) {
+		// The points differ by design, and both are what the sent
+		// profiles say: Flamehouse puts each event at its own timestamp
+		// (the eBPF profiler's samples carry them) into the step that
+		// starts at or before it, [T, T+step); Pyroscope puts a whole
+		// profile at the profile's time into the step that ends at or
+		// after it, (T-step, T]. Over the range the sums are equal.
+		step := 15 * time.Second
+		req := &querierv1.SelectSeriesRequest{
+			ProfileTypeID: cpuType, LabelSelector: "{}", Start: start.UnixMilli(), End: end.UnixMilli(), Step: step.Seconds(), GroupBy: []string{"service_name"},
+		}
+		fhs, err := fh.SelectSeries(ctx, connect.NewRequest(req))
+		require.NoError(t, err)
+		pys, err := pyc.SelectSeries(ctx, connect.NewRequest(req))
+		require.NoError(t, err)
+		bySample, byProfile := map[int64]float64{}, map[int64]float64{}
+		for _, r := range sent {
+			for _, rp := range r.GetResourceProfiles() {
+				for _, sp := range rp.GetScopeProfiles() {
+					for _, p := range sp.GetProfiles() {
+						at := time.Unix(0, int64(p.GetTimeUnixNano())) //nolint:gosec // G115: the test's own times
+						k := (at.Sub(start) + step - 1) / step
+						for _, smp := range p.GetSamples() {
+							for _, ts := range smp.GetTimestampsUnixNano() {
+								t := time.Unix(0, int64(ts)) //nolint:gosec // G115: the test's own times
+								bySample[start.Add(t.Sub(start)/step*step).UnixMilli()] += float64(p.GetPeriod())
+								byProfile[start.Add(k*step).UnixMilli()] += float64(p.GetPeriod())
+							}
+						}
+					}
+				}
+			}
+		}
+		key := "service_name=checkout"
+		require.Equal(t, map[string]map[int64]float64{key: bySample}, seriesPoints(fhs.Msg.GetSeries()))
+		require.Equal(t, map[string]map[int64]float64{key: byProfile}, seriesPoints(pys.Msg.GetSeries()))
+		require.NotEqual(t, bySample, byProfile, "the data tells the two bucketings apart")
+		for _, points := range []map[int64]float64{bySample, byProfile} {
+			sum := 0.0
+			for _, v := range points {
+				sum += v
+			}
+			require.InDelta(t, float64(wantTotal), sum, 1)
+		}
+	})
+
+	t.Run("Diff", func(t *testing.T) {
+		// Pyroscope selects whole profiles by their time, both ends
+		// included; Flamehouse selects events by their timestamps over
+		// whole seconds, the end rounded up. Left ends a millisecond
+		// before the fourth report, right starts with it: both split
+		// the reports three and three.
+		mid := start.Add(15 * time.Second)
+		side := func(from, to time.Time) *querierv1.SelectMergeStacktracesRequest {
+			return &querierv1.SelectMergeStacktracesRequest{ProfileTypeID: cpuType, LabelSelector: "{}", Start: from.UnixMilli(), End: to.UnixMilli(), MaxNodes: &maxNodes}
+		}
+		req := &querierv1.DiffRequest{Left: side(start, mid.Add(-time.Millisecond)), Right: side(mid, end)}
+		fhd, err := fh.Diff(ctx, connect.NewRequest(req))
+		require.NoError(t, err)
+		pyd, err := pyc.Diff(ctx, connect.NewRequest(req))
+		require.NoError(t, err)
+		f, p := fhd.Msg.GetFlamegraph(), pyd.Msg.GetFlamegraph()
+		require.Equal(t, p.GetLeftTicks(), f.GetLeftTicks())
+		require.Equal(t, p.GetRightTicks(), f.GetRightTicks())
+		require.Equal(t, wantTotal, f.GetLeftTicks()+f.GetRightTicks())
+		require.Positive(t, f.GetLeftTicks())
+		for s := range 2 {
+			diffs := treeDiff(diffTree(t, p, s), withoutUnsymbolized(diffTree(t, f, s)))
+			require.Empty(t, diffs, "side %d: %d nodes differ", s, len(diffs))
+		}
+	})
+}
+
+func typeIDs(types []*typesv1.ProfileType) []string {
+	var out []string
+	for _, t := range types {
+		out = append(out, t.GetID())
+	}
+	sort.Strings(out)
+	return out
+}
+
+func labelSets(sets []*typesv1.Labels) []string {
+	var out []string
+	for _, s := range sets {
+		var parts []string
+		for _, l := range s.GetLabels() {
+			parts = append(parts, l.GetName()+"="+l.GetValue())
+		}
+		sort.Strings(parts)
+		out = append(out, strings.Join(parts, ","))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// seriesPoints is each series' points by time, keyed by its labels.
+func seriesPoints(series []*typesv1.Series) map[string]map[int64]float64 {
+	out := map[string]map[int64]float64{}
+	for _, s := range series {
+		key := labelSets([]*typesv1.Labels{{Labels: s.GetLabels()}})[0]
+		out[key] = map[int64]float64{}
+		for _, p := range s.GetPoints() {
+			out[key][p.GetTimestamp()] += p.GetValue()
+		}
+	}
+	return out
+}
+
+// diffTree reads one side (0 left, 1 right) of a diff flame graph, whose
+// nodes are [left x offset, left total, left self, right x offset, right
+// total, right self, name], into a single flame graph's tree.
+func diffTree(t *testing.T, d *querierv1.FlameGraphDiff, side int) map[string]node {
+	t.Helper()
+	fg := &querierv1.FlameGraph{Names: d.GetNames()}
+	for _, level := range d.GetLevels() {
+		v := level.GetValues()
+		require.Zero(t, len(v)%7)
+		l := &querierv1.Level{}
+		for i := 0; i < len(v); i += 7 {
+			l.Values = append(l.Values, v[i+3*side], v[i+3*side+1], v[i+3*side+2], v[i+6])
+		}
+		fg.Levels = append(fg.Levels, l)
+	}
+	out := tree(t, fg)
+	for path, n := range out {
+		if n.total == 0 {
+			delete(out, path) // only the other side has it
+		}
+	}
+	return out
 }
 
 // isUnsymbolized tells a Flamehouse node of an unsymbolized native frame:
@@ -205,4 +390,4 @@ func treeDiff(want, got map[string]node) []string {
 
 func fmtNode(n node) string { return "{total " + itoa(n.total) + " self " + itoa(n.self) + "}" }
 
-func itoa(v int64) string { return strconvFormat(v) }
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
