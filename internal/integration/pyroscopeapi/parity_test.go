@@ -2,8 +2,11 @@ package pyroscopeapi
 
 import (
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	profilev1 "github.com/grafana/pyroscope/api/gen/proto/go/google/v1"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
@@ -250,6 +254,74 @@ func TestPyroscopeAPIParity(t *testing.T) {
 		}
 	})
 
+	t.Run("SelectMergeSpanProfile", func(t *testing.T) {
+		var spans []string
+		for _, l := range sent[0].GetDictionary().GetLinkTable() {
+			if len(l.GetSpanId()) == 8 && len(spans) < 5 {
+				spans = append(spans, hex.EncodeToString(l.GetSpanId()))
+			}
+		}
+		require.NotEmpty(t, spans)
+		req := &querierv1.SelectMergeSpanProfileRequest{ProfileTypeID: cpuType, LabelSelector: "{}", SpanSelector: spans, Start: from, End: to, MaxNodes: &maxNodes}
+		fhr, err := fh.SelectMergeSpanProfile(ctx, connect.NewRequest(req))
+		require.NoError(t, err)
+		pyr, err := pyc.SelectMergeSpanProfile(ctx, connect.NewRequest(req))
+		require.NoError(t, err)
+		require.Positive(t, fhr.Msg.GetFlamegraph().GetTotal())
+		require.Less(t, fhr.Msg.GetFlamegraph().GetTotal(), wantTotal)
+		diffs := treeDiff(tree(t, pyr.Msg.GetFlamegraph()), withoutUnsymbolized(tree(t, fhr.Msg.GetFlamegraph())))
+		require.Empty(t, diffs, "%d nodes differ", len(diffs))
+	})
+
+	t.Run("SelectMergeProfile", func(t *testing.T) {
+		req := &querierv1.SelectMergeProfileRequest{ProfileTypeID: cpuType, LabelSelector: "{}", Start: from, End: to, MaxNodes: &maxNodes}
+		fhp, err := fh.SelectMergeProfile(ctx, connect.NewRequest(req))
+		require.NoError(t, err)
+		pyp, err := pyc.SelectMergeProfile(ctx, connect.NewRequest(req))
+		require.NoError(t, err)
+		// Flamehouse's pprof has a location per function (frames merged by
+		// function, as the flame graph); Pyroscope's keeps addresses, lines
+		// and inlining. Read as call trees of functions they are equal,
+		// unsymbolized frames left out (Pyroscope keeps them in pprof as
+		// locations without lines).
+		fhTree, pyTree := pprofTree(fhp.Msg), pprofTree(pyp.Msg)
+		require.Equal(t, wantTotal, fhTree["total"].total)
+		diffs := treeDiff(withoutUnsymbolized(pyTree), withoutUnsymbolized(fhTree))
+		require.Empty(t, diffs, "%d nodes differ", len(diffs))
+	})
+
+	t.Run("render", func(t *testing.T) {
+		q := url.Values{"query": {cpuType + `{service_name="checkout"}`}, "from": {strconv.FormatInt(from, 10)},
+			"until": {strconv.FormatInt(to, 10)}, "max-nodes": {"65536"}}
+		var fhr, pyr renderJSON
+		getJSON(t, apiURL+"/pyroscope/render?"+q.Encode(), &fhr)
+		getJSON(t, py.url+"/pyroscope/render?"+q.Encode(), &pyr)
+		require.Equal(t, wantTotal, fhr.Flamebearer.NumTicks)
+		require.Equal(t, pyr.Flamebearer.NumTicks, fhr.Flamebearer.NumTicks)
+		require.Equal(t, pyr.Metadata, fhr.Metadata)
+		diffs := treeDiff(tree(t, pyr.flameGraph()), withoutUnsymbolized(tree(t, fhr.flameGraph())))
+		require.Empty(t, diffs, "%d nodes differ", len(diffs))
+		for _, r := range []renderJSON{fhr, pyr} {
+			sum := 0.0
+			for _, v := range r.Timeline.Samples {
+				sum += v
+			}
+			require.InDelta(t, float64(wantTotal), sum, 1, "timeline from %d every %d s", r.Timeline.StartTime, r.Timeline.DurationDelta)
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		for _, req := range []*querierv1.SelectMergeStacktracesRequest{
+			{ProfileTypeID: "cpu", LabelSelector: "{}", Start: from, End: to},
+			{ProfileTypeID: cpuType, LabelSelector: `{service_name=}`, Start: from, End: to},
+		} {
+			_, fhErr := fh.SelectMergeStacktraces(ctx, connect.NewRequest(req))
+			_, pyErr := pyc.SelectMergeStacktraces(ctx, connect.NewRequest(req))
+			require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(pyErr), "pyroscope: %v", pyErr)
+			require.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(fhErr), "flamehouse: %v", fhErr)
+		}
+	})
+
 	t.Run("Diff", func(t *testing.T) {
 		// Pyroscope selects whole profiles by their time, both ends
 		// included; Flamehouse selects events by their timestamps over
@@ -275,6 +347,81 @@ func TestPyroscopeAPIParity(t *testing.T) {
 			require.Empty(t, diffs, "side %d: %d nodes differ", s, len(diffs))
 		}
 	})
+}
+
+// pprofTree reads a pprof profile as a call tree of function names from
+// a root "total": a location's lines innermost first (pprof's inlining), a
+// location without lines as the unsymbolized frame "[<mapping>]".
+func pprofTree(p *profilev1.Profile) map[string]node {
+	str := p.GetStringTable()
+	fnName := map[uint64]string{}
+	for _, f := range p.GetFunction() {
+		fnName[f.GetId()] = str[f.GetName()]
+	}
+	locFrames := map[uint64][]string{} // root first
+	for _, l := range p.GetLocation() {
+		lines := l.GetLine()
+		if len(lines) == 0 {
+			locFrames[l.GetId()] = []string{"[unsymbolized]"}
+			continue
+		}
+		for i := len(lines) - 1; i >= 0; i-- {
+			locFrames[l.GetId()] = append(locFrames[l.GetId()], fnName[lines[i].GetFunctionId()])
+		}
+	}
+	out := map[string]node{}
+	for _, s := range p.GetSample() {
+		path := []string{"total"}
+		ids := s.GetLocationId()
+		for i := len(ids) - 1; i >= 0; i-- {
+			path = append(path, locFrames[ids[i]]...)
+		}
+		v := s.GetValue()[0]
+		for i := range path {
+			k := strings.Join(path[:i+1], ";")
+			n := out[k]
+			n.total += v
+			if i == len(path)-1 {
+				n.self += v
+			}
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// renderJSON is what the parity test reads of /pyroscope/render.
+type renderJSON struct {
+	Flamebearer struct {
+		Names    []string  `json:"names"`
+		Levels   [][]int64 `json:"levels"`
+		NumTicks int64     `json:"numTicks"`
+	} `json:"flamebearer"`
+	Metadata map[string]any `json:"metadata"`
+	Timeline struct {
+		StartTime     int64     `json:"startTime"`
+		Samples       []float64 `json:"samples"`
+		DurationDelta int64     `json:"durationDelta"`
+	} `json:"timeline"`
+}
+
+func (r renderJSON) flameGraph() *querierv1.FlameGraph {
+	fg := &querierv1.FlameGraph{Names: r.Flamebearer.Names}
+	for _, l := range r.Flamebearer.Levels {
+		fg.Levels = append(fg.Levels, &querierv1.Level{Values: l})
+	}
+	return fg
+}
+
+func getJSON(t *testing.T, u string, into any) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	require.Equal(t, http.StatusOK, resp.StatusCode, u)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(into))
 }
 
 func typeIDs(types []*typesv1.ProfileType) []string {
