@@ -247,7 +247,9 @@ func (s *Server) diff(ctx context.Context, method string, left, right selection)
 	return ns, err
 }
 
-func timeText(t time.Time) query.TimeText { return query.TimeText(strconv.FormatInt(t.UnixMilli(), 10)) }
+func timeText(t time.Time) query.TimeText {
+	return query.TimeText(strconv.FormatInt(t.UnixMilli(), 10))
+}
 
 // SelectSeries answers the selection's time series per group: each
 // point the step's sum in the profile type's unit (Grafana divides by the

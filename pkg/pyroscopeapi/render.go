@@ -92,7 +92,7 @@ func (s *Server) render(ctx context.Context, r *http.Request) (any, error) {
 	for _, l := range fg.Levels {
 		out.Flamebearer.Levels = append(out.Flamebearer.Levels, l.Values)
 	}
-	step := max(minTimelineStep, (req.To.Sub(req.From)/timelinePoints).Truncate(time.Second))
+	step := max(minTimelineStep, (req.To.Sub(req.From) / timelinePoints).Truncate(time.Second))
 	groups, err := s.series(ctx, "render", seriesSelection{profileType: profileType, selector: sel, start: start, end: end, step: step.Seconds()})
 	if err != nil {
 		return nil, err
