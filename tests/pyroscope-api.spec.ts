@@ -75,7 +75,8 @@ test('Grafana’s Pyroscope datasource draws Flamehouse’s series, and its heal
   const values = (frame.data?.values[1] ?? []).map(Number);
   expect(values.length).toBeGreaterThan(0);
   expect(values.some((v) => v > 0)).toBe(true);
-  await expect(page.getByTestId('data-testid VizLegend series ' + SERVICE)).toBeVisible();
+  // Grafana's Pyroscope datasource names a series by the sample type and the group's values.
+  await expect(page.getByTestId(`data-testid VizLegend series cpu ${SERVICE}`)).toBeVisible();
   await screenshot(page, 'pyroscope-api-explore-series');
 
   // "Save & test" of Grafana's Pyroscope datasource lists the profile types through the API.
