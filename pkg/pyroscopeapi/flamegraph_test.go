@@ -235,7 +235,7 @@ func TestPprofProfileSumsToTheFlameGraph(t *testing.T) {
 	require.NoError(t, err)
 	p := pprofProfile(ns, profileMeta{sampleType: "cpu", sampleUnit: "nanoseconds", periodType: "cpu", periodUnit: "nanoseconds", startNanos: 5, durationNanos: 7})
 	str := p.GetStringTable()
-	require.Equal(t, "", str[0])
+	require.Empty(t, str[0])
 	require.Equal(t, "cpu", str[p.GetSampleType()[0].GetType()])
 	require.Equal(t, "nanoseconds", str[p.GetSampleType()[0].GetUnit()])
 	require.Equal(t, int64(5), p.GetTimeNanos())

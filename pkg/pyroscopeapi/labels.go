@@ -2,6 +2,7 @@ package pyroscopeapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,7 +53,7 @@ type lookup struct {
 func (s *Server) lookups(ctx context.Context, e *query.Engine, matchers []string, start, end int64) ([]lookup, error) {
 	from, to := s.timeRange(start, end)
 	if !to.After(from) {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("the time range is empty: end is not after start"))
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("the time range is empty: end is not after start"))
 	}
 	if len(matchers) == 0 {
 		matchers = []string{"{}"}
@@ -141,7 +142,7 @@ func (q *querier) ProfileTypes(ctx context.Context, req *connect.Request[querier
 	ctx, e := q.s.engine(ctx, "ProfileTypes")
 	from, to := q.s.timeRange(req.Msg.GetStart(), req.Msg.GetEnd())
 	if !to.After(from) {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("the time range is empty: end is not after start"))
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("the time range is empty: end is not after start"))
 	}
 	infos, err := e.ProfileTypes(ctx, query.Scope{From: from, To: to})
 	if err != nil {

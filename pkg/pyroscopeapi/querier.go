@@ -3,6 +3,7 @@ package pyroscopeapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -87,9 +88,9 @@ func mergeSelection(m *querierv1.SelectMergeStacktracesRequest) selection {
 func unsupported(sts *typesv1.StackTraceSelector, profileIDs, traces []string) error {
 	switch {
 	case sts != nil && (len(sts.GetCallSite()) > 0 || sts.GetGoPgo() != nil):
-		return connect.NewError(connect.CodeUnimplemented, fmt.Errorf("stack_trace_selector (call sites, Go PGO) is not supported by Flamehouse"))
+		return connect.NewError(connect.CodeUnimplemented, errors.New("stack_trace_selector (call sites, Go PGO) is not supported by Flamehouse"))
 	case len(profileIDs) > 0:
-		return connect.NewError(connect.CodeUnimplemented, fmt.Errorf("profile_id_selector is not supported: Flamehouse keeps no profile ids"))
+		return connect.NewError(connect.CodeUnimplemented, errors.New("profile_id_selector is not supported: Flamehouse keeps no profile ids"))
 	case len(traces) > 1:
 		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("trace_id_selector has %d trace ids; Flamehouse selects by one", len(traces)))
 	}
@@ -151,7 +152,7 @@ func (q *querier) SelectMergeStacktraces(ctx context.Context, req *connect.Reque
 ) {
 	m := req.Msg
 	if a := m.GetAsync(); a != nil && (a.GetRequestId() != "" || a.GetType() == querierv1.AsyncQueryType_ASYNC_QUERY_TYPE_FORCE) {
-		return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("async queries are not supported"))
+		return nil, connect.NewError(connect.CodeUnimplemented, errors.New("async queries are not supported"))
 	}
 	switch m.GetFormat() {
 	case querierv1.ProfileFormat_PROFILE_FORMAT_UNSPECIFIED, querierv1.ProfileFormat_PROFILE_FORMAT_FLAMEGRAPH, querierv1.ProfileFormat_PROFILE_FORMAT_PPROF:
@@ -209,7 +210,7 @@ func (q *querier) SelectMergeProfile(ctx context.Context, req *connect.Request[q
 func (q *querier) Diff(ctx context.Context, req *connect.Request[querierv1.DiffRequest]) (*connect.Response[querierv1.DiffResponse], error) {
 	left, right := req.Msg.GetLeft(), req.Msg.GetRight()
 	if left == nil || right == nil {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("a diff needs both left and right"))
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("a diff needs both left and right"))
 	}
 	ns, err := q.s.diff(ctx, "Diff", mergeSelection(left), mergeSelection(right))
 	if err != nil {

@@ -204,11 +204,11 @@ func DefaultConfig() Config {
 	emb := chembed.DefaultConfig()
 	emb.DataDir = DefaultDataDir
 	return Config{
-		LogLevel:    "info",
-		LogFormat:   "text",
-		ClickHouse:  chclient.DefaultConfig(),
-		Embedded:    emb,
-		Schema:      schema.DefaultConfig(),
+		LogLevel:     "info",
+		LogFormat:    "text",
+		ClickHouse:   chclient.DefaultConfig(),
+		Embedded:     emb,
+		Schema:       schema.DefaultConfig(),
 		Ingest:       ingest.DefaultConfig(),
 		PyroscopeAPI: pyroscopeapi.DefaultConfig(),
 		SelfProfile:  selfprofile.DefaultConfig(),

@@ -228,13 +228,13 @@ func TestPyroscopeAPIParity(t *testing.T) {
 			for _, rp := range r.GetResourceProfiles() {
 				for _, sp := range rp.GetScopeProfiles() {
 					for _, p := range sp.GetProfiles() {
-						at := time.Unix(0, int64(p.GetTimeUnixNano())) //nolint:gosec // G115: the test's own times
-						k := (at.Sub(start) + step - 1) / step
+						at := time.Unix(0, int64(p.GetTimeUnixNano()))    //nolint:gosec // G115: the test's own times
+						steps := int64((at.Sub(start) + step - 1) / step) // the step that ends at or after the profile
 						for _, smp := range p.GetSamples() {
 							for _, ts := range smp.GetTimestampsUnixNano() {
 								t := time.Unix(0, int64(ts)) //nolint:gosec // G115: the test's own times
-								bySample[start.Add(t.Sub(start)/step*step).UnixMilli()] += float64(p.GetPeriod())
-								byProfile[start.Add(k*step).UnixMilli()] += float64(p.GetPeriod())
+								bySample[start.Add(t.Sub(start).Truncate(step)).UnixMilli()] += float64(p.GetPeriod())
+								byProfile[start.Add(time.Duration(steps)*step).UnixMilli()] += float64(p.GetPeriod())
 							}
 						}
 					}
@@ -263,9 +263,9 @@ func TestPyroscopeAPIParity(t *testing.T) {
 		}
 		require.NotEmpty(t, spans)
 		req := &querierv1.SelectMergeSpanProfileRequest{ProfileTypeID: cpuType, LabelSelector: "{}", SpanSelector: spans, Start: from, End: to, MaxNodes: &maxNodes}
-		fhr, err := fh.SelectMergeSpanProfile(ctx, connect.NewRequest(req))
+		fhr, err := fh.SelectMergeSpanProfile(ctx, connect.NewRequest(req)) //nolint:staticcheck // SA1019: Grafana 12.4 calls it for span profiles
 		require.NoError(t, err)
-		pyr, err := pyc.SelectMergeSpanProfile(ctx, connect.NewRequest(req))
+		pyr, err := pyc.SelectMergeSpanProfile(ctx, connect.NewRequest(req)) //nolint:staticcheck // SA1019: as above
 		require.NoError(t, err)
 		require.Positive(t, fhr.Msg.GetFlamegraph().GetTotal())
 		require.Less(t, fhr.Msg.GetFlamegraph().GetTotal(), wantTotal)
@@ -275,9 +275,9 @@ func TestPyroscopeAPIParity(t *testing.T) {
 
 	t.Run("SelectMergeProfile", func(t *testing.T) {
 		req := &querierv1.SelectMergeProfileRequest{ProfileTypeID: cpuType, LabelSelector: "{}", Start: from, End: to, MaxNodes: &maxNodes}
-		fhp, err := fh.SelectMergeProfile(ctx, connect.NewRequest(req))
+		fhp, err := fh.SelectMergeProfile(ctx, connect.NewRequest(req)) //nolint:staticcheck // SA1019: part of the API clients call
 		require.NoError(t, err)
-		pyp, err := pyc.SelectMergeProfile(ctx, connect.NewRequest(req))
+		pyp, err := pyc.SelectMergeProfile(ctx, connect.NewRequest(req)) //nolint:staticcheck // SA1019: as above
 		require.NoError(t, err)
 		// Flamehouse's pprof has a location per function (frames merged by
 		// function, as the flame graph); Pyroscope's keeps addresses, lines
@@ -291,8 +291,10 @@ func TestPyroscopeAPIParity(t *testing.T) {
 	})
 
 	t.Run("render", func(t *testing.T) {
-		q := url.Values{"query": {cpuType + `{service_name="checkout"}`}, "from": {strconv.FormatInt(from, 10)},
-			"until": {strconv.FormatInt(to, 10)}, "max-nodes": {"65536"}}
+		q := url.Values{
+			"query": {cpuType + `{service_name="checkout"}`}, "from": {strconv.FormatInt(from, 10)},
+			"until": {strconv.FormatInt(to, 10)}, "max-nodes": {"65536"},
+		}
 		var fhr, pyr renderJSON
 		getJSON(t, apiURL+"/pyroscope/render?"+q.Encode(), &fhr)
 		getJSON(t, py.url+"/pyroscope/render?"+q.Encode(), &pyr)

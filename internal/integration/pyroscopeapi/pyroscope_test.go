@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -206,4 +205,4 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-func (p *pyroscope) String() string { return fmt.Sprintf("pyroscope at %s", p.url) }
+func (p *pyroscope) String() string { return "pyroscope at " + p.url }
