@@ -105,16 +105,24 @@ func matchesType(ms []selector.Matcher, pt query.ProfileType) bool {
 	return true
 }
 
-// each runs fn once per profile type of each lookup ("" for all) and
-// returns the sorted union of the answers.
-func (l lookup) each(fn func(query.Scope) ([]string, error), into map[string]bool) error {
-	types := l.types
-	if types == nil {
-		types = []string{""}
+// scopes is the lookup's scope once per profile type it leaves, or once
+// for every profile type when no matcher narrows them.
+func (l lookup) scopes() []query.Scope {
+	if l.types == nil {
+		return []query.Scope{l.scope}
 	}
-	for _, t := range types {
-		sc := l.scope
-		sc.ProfileType = t
+	out := make([]query.Scope, len(l.types))
+	for i, t := range l.types {
+		out[i] = l.scope
+		out[i].ProfileType = t
+	}
+	return out
+}
+
+// each runs fn on each of the lookup's scopes and adds the answers to
+// into.
+func (l lookup) each(fn func(query.Scope) ([]string, error), into map[string]bool) error {
+	for _, sc := range l.scopes() {
 		got, err := fn(sc)
 		if err != nil {
 			return err
@@ -242,13 +250,7 @@ func (q *querier) Series(ctx context.Context, req *connect.Request[querierv1.Ser
 	seen := map[string]bool{}
 	out := &querierv1.SeriesResponse{LabelsSet: []*typesv1.Labels{}}
 	for _, l := range ls {
-		types := l.types
-		if types == nil {
-			types = []string{""}
-		}
-		for _, t := range types {
-			sc := l.scope
-			sc.ProfileType = t
+		for _, sc := range l.scopes() {
 			infos, err := e.SeriesInfos(ctx, sc)
 			if err != nil {
 				return nil, q.s.answerErr(ctx, "Series", err)

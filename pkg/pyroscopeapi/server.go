@@ -246,23 +246,20 @@ func (s *Server) httpHandler(serve func(ctx context.Context, r *http.Request) (a
 	})
 }
 
+// httpStatuses are the HTTP statuses connect gives codes; the others are
+// 500.
+var httpStatuses = map[connect.Code]int{
+	connect.CodeInvalidArgument: http.StatusBadRequest, connect.CodeFailedPrecondition: http.StatusBadRequest,
+	connect.CodeOutOfRange: http.StatusBadRequest, connect.CodeUnauthenticated: http.StatusUnauthorized,
+	connect.CodePermissionDenied: http.StatusForbidden, connect.CodeNotFound: http.StatusNotFound,
+	connect.CodeUnimplemented: http.StatusNotImplemented, connect.CodeDeadlineExceeded: http.StatusGatewayTimeout,
+	connect.CodeUnavailable: http.StatusServiceUnavailable,
+}
+
 // httpStatus is the HTTP status connect gives a code.
 func httpStatus(c connect.Code) int {
-	switch c {
-	case connect.CodeInvalidArgument, connect.CodeFailedPrecondition, connect.CodeOutOfRange:
-		return http.StatusBadRequest
-	case connect.CodeUnauthenticated:
-		return http.StatusUnauthorized
-	case connect.CodePermissionDenied:
-		return http.StatusForbidden
-	case connect.CodeNotFound:
-		return http.StatusNotFound
-	case connect.CodeUnimplemented:
-		return http.StatusNotImplemented
-	case connect.CodeDeadlineExceeded:
-		return http.StatusGatewayTimeout
-	case connect.CodeUnavailable:
-		return http.StatusServiceUnavailable
+	if s, ok := httpStatuses[c]; ok {
+		return s
 	}
 	return http.StatusInternalServerError
 }
