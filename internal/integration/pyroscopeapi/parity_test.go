@@ -312,6 +312,19 @@ func TestPyroscopeAPIParity(t *testing.T) {
 		}
 	})
 
+	t.Run("tenant header", func(t *testing.T) {
+		// Auth is off: X-Scope-OrgID picks the tenant, as in a multi-tenant
+		// Pyroscope. The profiles went in as the default tenant ("").
+		other := connect.NewRequest(merge)
+		other.Header().Set("X-Scope-OrgID", "another-team")
+		resp, err := fh.SelectMergeStacktraces(ctx, other)
+		require.NoError(t, err)
+		require.Zero(t, resp.Msg.GetFlamegraph().GetTotal())
+		types, err := fh.ProfileTypes(ctx, withTenant(connect.NewRequest(&querierv1.ProfileTypesRequest{Start: from, End: to}), "another-team"))
+		require.NoError(t, err)
+		require.Empty(t, types.Msg.GetProfileTypes())
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		for _, req := range []*querierv1.SelectMergeStacktracesRequest{
 			{ProfileTypeID: "cpu", LabelSelector: "{}", Start: from, End: to},
@@ -424,6 +437,11 @@ func getJSON(t *testing.T, u string, into any) {
 	defer func() { _ = resp.Body.Close() }()
 	require.Equal(t, http.StatusOK, resp.StatusCode, u)
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(into))
+}
+
+func withTenant[T any](req *connect.Request[T], tenant string) *connect.Request[T] {
+	req.Header().Set("X-Scope-OrgID", tenant)
+	return req
 }
 
 func typeIDs(types []*typesv1.ProfileType) []string {
