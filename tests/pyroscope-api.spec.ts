@@ -1,4 +1,5 @@
 import { expect, test } from './fixtures';
+import type { Page } from '@playwright/test';
 
 import {
   CPU,
@@ -8,6 +9,7 @@ import {
   SERVICE,
   SKIP_REASON,
   type DatasourceRef,
+  type Range,
   closeTo,
   dsQuery,
   exploreUrl,
@@ -31,8 +33,32 @@ const PYROSCOPE_API: DatasourceRef = { uid: 'flamehouse-pyroscope', type: 'grafa
 const PYROSCOPE_API_NAME = 'Flamehouse (Pyroscope API)';
 const service = `{service_name="${SERVICE}"}`;
 
+/**
+ * The settled hour (up to a minute ago, so that both datasources read the same samples), once it holds CPU samples
+ * of the demo: run alone right after flamehouse run starts, the specs wait for its first minute to settle.
+ */
+async function settledHourWithData(page: Page): Promise<Range> {
+  let range = settledHour();
+  await expect
+    .poll(
+      async () => {
+        range = settledHour();
+        const resp = await dsQuery(
+          page,
+          FLAMEHOUSE,
+          [{ queryType: 'profile', profileTypeId: CPU, labelSelector: service }],
+          range
+        );
+        return flameGraphTotal(await framesOf(resp, 'A'));
+      },
+      { timeout: 120_000, intervals: [5_000], message: `CPU samples of service ${SERVICE} over a minute old` }
+    )
+    .toBeGreaterThan(0);
+  return range;
+}
+
 test('Grafana’s Pyroscope datasource draws Flamehouse’s flame graph in Explore', async ({ page }) => {
-  const range = settledHour();
+  const range = await settledHourWithData(page);
   const response = queryResponse(page, service);
   await page.goto(
     exploreUrl(
@@ -62,7 +88,7 @@ test('Grafana’s Pyroscope datasource draws Flamehouse’s flame graph in Explo
 });
 
 test('Grafana’s Pyroscope datasource draws Flamehouse’s series, and its health check passes', async ({ page }) => {
-  const range = settledHour();
+  const range = await settledHourWithData(page);
   const response = queryResponse(page, service);
   await page.goto(
     exploreUrl(
