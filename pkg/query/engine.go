@@ -67,8 +67,8 @@ func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 	if r.Alert && (r.Type == TypeProfile || r.Type == TypeDiff || r.Type == TypeTraces || r.Type == TypeSpans || r.Type == TypeExecutables) {
 		return nil, notForAlerts(r.Type)
 	}
-	if e.Schema == SchemaOTel && r.BuildID != "" {
-		return nil, fmt.Errorf("%w: the exporter's table keeps no build ids: filter by mappingFile", ErrInvalidQuery)
+	if err := e.checkFilters(r); err != nil {
+		return nil, err
 	}
 	if e.Schema == SchemaOTel && r.shapesFrames() {
 		return nil, fmt.Errorf("%w: the exporter's table keeps no frame types (profile.frame.type): frames cannot be hidden or collapsed by kind", ErrInvalidQuery)
@@ -80,12 +80,9 @@ func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 		}
 		return data.Frames{f}, nil
 	}
-	var traces *tracesTables
-	if r.Type == TypeTraces || r.Type == TypeSpans || r.TraceID != "" {
-		var err error
-		if traces, err = e.tracesTables(ctx); err != nil {
-			return nil, err
-		}
+	traces, err := e.prepareTraces(ctx, r)
+	if err != nil {
+		return nil, err
 	}
 	if r.Type == TypeTraces {
 		f, err := e.trace(ctx, traces, r)
@@ -93,11 +90,6 @@ func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 			return nil, err
 		}
 		return data.Frames{f}, nil
-	}
-	if r.TraceID != "" {
-		if err := e.scopeTrace(ctx, traces, r); err != nil {
-			return nil, err
-		}
 	}
 	l := e.layout()
 	if r.Type == TypeSpans {
@@ -130,6 +122,55 @@ func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 		frames = append(frames, acc.frames(e.linkTarget(r))...)
 	}
 	return frames, nil
+}
+
+// checkFilters refuses filters the engine's tables cannot apply.
+func (e *Engine) checkFilters(r *Request) error {
+	if e.Schema == SchemaOTel && r.BuildID != "" {
+		return fmt.Errorf("%w: the exporter's table keeps no build ids: filter by mappingFile", ErrInvalidQuery)
+	}
+	return nil
+}
+
+// prepareTraces looks up the spans tables for the requests that read them
+// (traces and spans queries, and any query with a trace id), and keeps a
+// trace id's read to the trace's stored spans (scopeTrace). It returns nil
+// tables for the other requests.
+func (e *Engine) prepareTraces(ctx context.Context, r *Request) (*tracesTables, error) {
+	if r.Type != TypeTraces && r.Type != TypeSpans && r.TraceID == "" {
+		return nil, nil
+	}
+	traces, err := e.tracesTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.Type != TypeTraces && r.TraceID != "" {
+		if err := e.scopeTrace(ctx, traces, r); err != nil {
+			return nil, err
+		}
+	}
+	return traces, nil
+}
+
+// SeriesPoints answers a metrics request as numbers instead of frames: the
+// same read and the same top Limit groups as the metrics frames, each
+// group's points as amounts per step (see SeriesGroup), for callers that
+// render time series themselves (the Pyroscope-compatible API).
+func (e *Engine) SeriesPoints(ctx context.Context, r *Request) ([]SeriesGroup, error) {
+	if r.Type != TypeMetrics || r.Ratio {
+		return nil, fmt.Errorf("%w: series points answer metrics queries without ratio, not queryType %q", ErrInvalidQuery, r.Type)
+	}
+	if err := e.checkFilters(r); err != nil {
+		return nil, err
+	}
+	if _, err := e.prepareTraces(ctx, r); err != nil {
+		return nil, err
+	}
+	acc := newSeriesAccumulator(r)
+	if err := e.layout().series(ctx, r, acc); err != nil {
+		return nil, err
+	}
+	return acc.points(), nil
 }
 
 // flamehouseLayout reads Flamehouse's tables: sums per stack id from the

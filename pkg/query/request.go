@@ -171,6 +171,9 @@ type Request struct {
 	// Alert is set for queries of Grafana's alert evaluation, which reads
 	// numbers only: time series, or one number per row.
 	Alert bool
+	// DiffUnscaled keeps a diff's baseline values as they are (see
+	// Options.DiffUnscaled).
+	DiffUnscaled bool
 
 	// rangeFrom and rangeTo are the time range as sent, before padding:
 	// the range of the links the frames carry.
@@ -217,6 +220,9 @@ type Options struct {
 	MinStep time.Duration
 	// Alert marks queries of Grafana's alert evaluation (Request.Alert).
 	Alert bool
+	// DiffUnscaled compares a diff's sides as they are: the baseline is not
+	// scaled to the comparison's range length (Pyroscope's diff).
+	DiffUnscaled bool
 	// Now is the time relative times (now-1h) are read at; nil: the clock.
 	Now func() time.Time
 }
@@ -235,7 +241,7 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	if err := json.Unmarshal(raw, &q); err != nil {
 		return nil, fmt.Errorf("the query is not valid JSON: %w", err)
 	}
-	r := &Request{From: from, To: to, Padding: opts.SpanPadding, rangeFrom: from, rangeTo: to, Alert: opts.Alert}
+	r := &Request{From: from, To: to, Padding: opts.SpanPadding, rangeFrom: from, rangeTo: to, Alert: opts.Alert, DiffUnscaled: opts.DiffUnscaled}
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -464,10 +470,10 @@ func (s *SideJSON) timeRange(rightFrom, rightTo, now time.Time, ownSelector bool
 		if strings.TrimSpace(string(s.From)) == "" || strings.TrimSpace(string(s.To)) == "" {
 			return from, to, errors.New("left: from and to go together")
 		}
-		if from, err = parseTime(string(s.From), now); err != nil {
+		if from, err = ParseTime(string(s.From), now); err != nil {
 			return from, to, fmt.Errorf("left from: %w", err)
 		}
-		if to, err = parseTime(string(s.To), now); err != nil {
+		if to, err = ParseTime(string(s.To), now); err != nil {
 			return from, to, fmt.Errorf("left to: %w", err)
 		}
 		return from, to, nil
@@ -591,9 +597,9 @@ func truncate(s string) string {
 	return s
 }
 
-// parseTime reads a time: Unix milliseconds, RFC 3339, or Grafana's
+// ParseTime reads a time: Unix milliseconds, RFC 3339, or Grafana's
 // relative now, now-<duration> and now+<duration>.
-func parseTime(text string, now time.Time) (time.Time, error) {
+func ParseTime(text string, now time.Time) (time.Time, error) {
 	text = strings.TrimSpace(text)
 	if ms, err := strconv.ParseInt(text, 10, 64); err == nil {
 		return time.UnixMilli(ms), nil
