@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,23 +137,32 @@ func TestPyroscopeAPIParity(t *testing.T) {
 
 	t.Run("SelectMergeStacktraces", func(t *testing.T) {
 		fhTree, pyTree := tree(t, want.Msg.GetFlamegraph()), tree(t, got.Msg.GetFlamegraph())
-		// The one difference: a native frame without symbols (a mapping and
-		// an address) is a node named [<file>] in Flamehouse, as pprof
-		// names it, and Pyroscope leaves it out of the stack. Both keep
-		// the sample.
-		unsymbolized := 0
+		// The two differences: a native frame without symbols (a mapping
+		// and an address) is a node named [<file>] in Flamehouse, as pprof
+		// names it, and Pyroscope leaves it out of the stack (both keep the
+		// sample); a kernel frame is marked "name [kernel]" in Flamehouse
+		// and bare in Pyroscope.
+		unsymbolized, marked := 0, 0
 		for path := range fhTree {
-			if isUnsymbolized(path[strings.LastIndexByte(path, ';')+1:]) {
+			leaf := path[strings.LastIndexByte(path, ';')+1:]
+			if isUnsymbolized(leaf) {
 				unsymbolized++
+			}
+			if strings.HasSuffix(leaf, " [kernel]") {
+				marked++
 			}
 		}
 		require.Positive(t, unsymbolized, "the profiles have unsymbolized native frames")
+		require.Positive(t, marked, "Flamehouse marks the profiles' kernel frames")
+		for path := range pyTree {
+			require.NotContains(t, path, " [kernel]", "Pyroscope names kernel frames bare")
+		}
 		for path := range pyTree {
 			for _, name := range strings.Split(path, ";") {
 				require.False(t, isUnsymbolized(name), "Pyroscope shows unsymbolized frame %s", path)
 			}
 		}
-		diffs := treeDiff(pyTree, withoutUnsymbolized(fhTree))
+		diffs := treeDiff(pyTree, asPyroscopeNames(fhTree))
 		require.Empty(t, diffs, "%d nodes differ", len(diffs))
 		t.Logf("%d nodes equal node by node (Flamehouse's %d, of which %d unsymbolized native frames, left out), total %d",
 			len(pyTree), len(fhTree), unsymbolized, wantTotal)
@@ -269,7 +279,7 @@ func TestPyroscopeAPIParity(t *testing.T) {
 		require.NoError(t, err)
 		require.Positive(t, fhr.Msg.GetFlamegraph().GetTotal())
 		require.Less(t, fhr.Msg.GetFlamegraph().GetTotal(), wantTotal)
-		diffs := treeDiff(tree(t, pyr.Msg.GetFlamegraph()), withoutUnsymbolized(tree(t, fhr.Msg.GetFlamegraph())))
+		diffs := treeDiff(tree(t, pyr.Msg.GetFlamegraph()), asPyroscopeNames(tree(t, fhr.Msg.GetFlamegraph())))
 		require.Empty(t, diffs, "%d nodes differ", len(diffs))
 	})
 
@@ -286,7 +296,7 @@ func TestPyroscopeAPIParity(t *testing.T) {
 		// locations without lines).
 		fhTree, pyTree := pprofTree(fhp.Msg), pprofTree(pyp.Msg)
 		require.Equal(t, wantTotal, fhTree["total"].total)
-		diffs := treeDiff(withoutUnsymbolized(pyTree), withoutUnsymbolized(fhTree))
+		diffs := treeDiff(asPyroscopeNames(pyTree), asPyroscopeNames(fhTree))
 		require.Empty(t, diffs, "%d nodes differ", len(diffs))
 	})
 
@@ -301,7 +311,7 @@ func TestPyroscopeAPIParity(t *testing.T) {
 		require.Equal(t, wantTotal, fhr.Flamebearer.NumTicks)
 		require.Equal(t, pyr.Flamebearer.NumTicks, fhr.Flamebearer.NumTicks)
 		require.Equal(t, pyr.Metadata, fhr.Metadata)
-		diffs := treeDiff(tree(t, pyr.flameGraph()), withoutUnsymbolized(tree(t, fhr.flameGraph())))
+		diffs := treeDiff(tree(t, pyr.flameGraph()), asPyroscopeNames(tree(t, fhr.flameGraph())))
 		require.Empty(t, diffs, "%d nodes differ", len(diffs))
 		for _, r := range []renderJSON{fhr, pyr} {
 			sum := 0.0
@@ -358,7 +368,7 @@ func TestPyroscopeAPIParity(t *testing.T) {
 		require.Equal(t, wantTotal, f.GetLeftTicks()+f.GetRightTicks())
 		require.Equal(t, 2*f.GetLeftTicks(), f.GetRightTicks(), "two reports against four")
 		for s := range 2 {
-			diffs := treeDiff(diffTree(t, p, s), withoutUnsymbolized(diffTree(t, f, s)))
+			diffs := treeDiff(diffTree(t, p, s), asPyroscopeNames(diffTree(t, f, s)))
 			require.Empty(t, diffs, "side %d: %d nodes differ", s, len(diffs))
 		}
 	})
@@ -510,10 +520,15 @@ func isUnsymbolized(name string) bool {
 	return strings.HasPrefix(name, "[") && strings.HasSuffix(name, "]")
 }
 
-// withoutUnsymbolized rebuilds a tree from its stacks (every node's self
-// value is a stack's) with the unsymbolized frames left out, as Pyroscope
-// builds its own.
-func withoutUnsymbolized(in map[string]node) map[string]node {
+// kindMark is the mark Flamehouse's answers give a frame that is not the
+// program's own code ("do_syscall_64 [kernel]", "_PyEval_EvalFrameDefault
+// [native]"); Pyroscope names such frames bare.
+var kindMark = regexp.MustCompile(` \[(kernel|native)\]$`)
+
+// asPyroscopeNames rebuilds a tree from its stacks (every node's self
+// value is a stack's) as Pyroscope builds its own: the unsymbolized frames
+// left out and frame kind marks dropped.
+func asPyroscopeNames(in map[string]node) map[string]node {
 	out := map[string]node{}
 	for path, n := range in {
 		if n.self == 0 {
@@ -522,7 +537,7 @@ func withoutUnsymbolized(in map[string]node) map[string]node {
 		var kept []string
 		for _, name := range strings.Split(path, ";") {
 			if !isUnsymbolized(name) {
-				kept = append(kept, name)
+				kept = append(kept, kindMark.ReplaceAllString(name, ""))
 			}
 		}
 		for i := range kept {
