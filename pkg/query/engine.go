@@ -67,11 +67,8 @@ func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 	if r.Alert && (r.Type == TypeProfile || r.Type == TypeDiff || r.Type == TypeTraces || r.Type == TypeSpans || r.Type == TypeExecutables) {
 		return nil, notForAlerts(r.Type)
 	}
-	if e.Schema == SchemaOTel && r.BuildID != "" {
-		return nil, fmt.Errorf("%w: the exporter's table keeps no build ids: filter by mappingFile", ErrInvalidQuery)
-	}
-	if e.Schema == SchemaOTel && r.shapesFrames() {
-		return nil, fmt.Errorf("%w: the exporter's table keeps no frame types (profile.frame.type): frames cannot be hidden or collapsed by kind", ErrInvalidQuery)
+	if err := e.checkFilters(r); err != nil {
+		return nil, err
 	}
 	if r.Type == TypeDiff {
 		f, err := e.diff(ctx, r)
@@ -80,12 +77,9 @@ func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 		}
 		return data.Frames{f}, nil
 	}
-	var traces *tracesTables
-	if r.Type == TypeTraces || r.Type == TypeSpans || r.TraceID != "" {
-		var err error
-		if traces, err = e.tracesTables(ctx); err != nil {
-			return nil, err
-		}
+	traces, err := e.prepareTraces(ctx, r)
+	if err != nil {
+		return nil, err
 	}
 	if r.Type == TypeTraces {
 		f, err := e.trace(ctx, traces, r)
@@ -93,11 +87,6 @@ func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 			return nil, err
 		}
 		return data.Frames{f}, nil
-	}
-	if r.TraceID != "" {
-		if err := e.scopeTrace(ctx, traces, r); err != nil {
-			return nil, err
-		}
 	}
 	l := e.layout()
 	if r.Type == TypeSpans {
@@ -130,6 +119,37 @@ func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 		frames = append(frames, acc.frames(e.linkTarget(r))...)
 	}
 	return frames, nil
+}
+
+// checkFilters refuses filters the engine's tables cannot apply.
+func (e *Engine) checkFilters(r *Request) error {
+	if e.Schema == SchemaOTel && r.BuildID != "" {
+		return fmt.Errorf("%w: the exporter's table keeps no build ids: filter by mappingFile", ErrInvalidQuery)
+	}
+	if e.Schema == SchemaOTel && r.shapesFrames() {
+		return fmt.Errorf("%w: the exporter's table keeps no frame types (profile.frame.type): frames cannot be hidden or collapsed by kind", ErrInvalidQuery)
+	}
+	return nil
+}
+
+// prepareTraces looks up the spans tables for the requests that read them
+// (traces and spans queries, and any query with a trace id), and keeps a
+// trace id's read to the trace's stored spans (scopeTrace). It returns nil
+// tables for the other requests.
+func (e *Engine) prepareTraces(ctx context.Context, r *Request) (*tracesTables, error) {
+	if r.Type != TypeTraces && r.Type != TypeSpans && r.TraceID == "" {
+		return nil, nil
+	}
+	traces, err := e.tracesTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.Type != TypeTraces && r.TraceID != "" {
+		if err := e.scopeTrace(ctx, traces, r); err != nil {
+			return nil, err
+		}
+	}
+	return traces, nil
 }
 
 // flamehouseLayout reads Flamehouse's tables: sums per stack id from the
@@ -165,12 +185,18 @@ func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue
 	if err != nil {
 		return nil, nil, err
 	}
-	names.groups = groups
+	names.groups, names.groupValues = groups.names(), groups.valuesOf()
 	res, err := l.e.resolution(ctx, natives)
 	if err != nil {
 		return nil, nil, err
 	}
 	res.name(natives, names, r.Lines)
+	if r.details {
+		if names.details, err = l.e.frameDetails(ctx, f, names.dense.ids); err != nil {
+			return nil, nil, err
+		}
+		res.inlineLevels(natives, names.details)
+	}
 	return stacks, names, nil
 }
 
@@ -439,8 +465,13 @@ type frameNames struct {
 	// none is).
 	kinds map[uint64]frameKind
 	// groups name the groups of a grouped answer (stackValue.group
-	// indexes them); nil when it is not grouped.
-	groups []string
+	// indexes them); nil when it is not grouped. groupValues are each
+	// group's values of the groupBy labels.
+	groups      []string
+	groupValues [][]string
+	// details are the frames' details for a pprof export (nil for other
+	// answers, and on the exporter's table).
+	details map[uint64]*frameDetail
 	// dense numbers the frames of the stacks frameLabels looked the labels
 	// up for, in their order (nil when the labels came another way).
 	dense *denseFrames
@@ -537,7 +568,7 @@ func (e *Engine) symbols() *Symbols {
 // stacks sums the request's values per stack (per group and stack for a
 // grouped flame graph: flameGroupBy) and resolves each stack's frame ids
 // (cached ones from the cache). groups name the groups.
-func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, sym *Symbols) (out []stackValue, groups []string, _ *filter, _ error) {
+func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, sym *Symbols) (out []stackValue, groups *groupIndex, _ *filter, _ error) {
 	var p params
 	f := buildFilter(&p, e.Tables, e.Tenant, stackRequest(r), keys)
 	groupBy := flameGroupBy(r)
@@ -589,7 +620,7 @@ func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, s
 			out[i].group = ofStack[i]
 		}
 	}
-	return out, g.names(), f, nil
+	return out, g, f, nil
 }
 
 // flameGroupBy are the labels that split a flame graph's root into one
@@ -607,6 +638,8 @@ type groupIndex struct {
 	groupBy []string
 	index   map[string]int32
 	list    []string
+	// values are each group's label values, by number.
+	values [][]string
 }
 
 // newGroupIndex returns the index of the groups of labels, nil for none.
@@ -625,6 +658,7 @@ func (g *groupIndex) of(values []string) int32 {
 		i = index32(len(g.list))
 		g.index[name] = i
 		g.list = append(g.list, name)
+		g.values = append(g.values, slices.Clone(values))
 	}
 	return i
 }
@@ -635,6 +669,14 @@ func (g *groupIndex) names() []string {
 		return nil
 	}
 	return g.list
+}
+
+// valuesOf are the groups' label values by number (nil without groups).
+func (g *groupIndex) valuesOf() [][]string {
+	if g == nil {
+		return nil
+	}
+	return g.values
 }
 
 // stackFrames finds the frame ids of stacks: cached, else from the stacks

@@ -178,6 +178,9 @@ type Request struct {
 	// traceSpans, when set, keeps only samples whose span is one of the
 	// trace's stored spans (see Engine.scopeTrace).
 	traceSpans *traceScope
+	// details asks the stacks' reads for the frames' details (file, line,
+	// mapping, address): a pprof export (Engine.Pprof).
+	details bool
 }
 
 // ProfileType is a parsed profile type id,
