@@ -467,10 +467,10 @@ func (s *SideJSON) timeRange(rightFrom, rightTo, now time.Time, ownSelector bool
 		if strings.TrimSpace(string(s.From)) == "" || strings.TrimSpace(string(s.To)) == "" {
 			return from, to, errors.New("left: from and to go together")
 		}
-		if from, err = parseTime(string(s.From), now); err != nil {
+		if from, err = ParseTime(string(s.From), now); err != nil {
 			return from, to, fmt.Errorf("left from: %w", err)
 		}
-		if to, err = parseTime(string(s.To), now); err != nil {
+		if to, err = ParseTime(string(s.To), now); err != nil {
 			return from, to, fmt.Errorf("left to: %w", err)
 		}
 		return from, to, nil
@@ -594,9 +594,9 @@ func truncate(s string) string {
 	return s
 }
 
-// parseTime reads a time: Unix milliseconds, RFC 3339, or Grafana's
+// ParseTime reads a time: Unix milliseconds, RFC 3339, or Grafana's
 // relative now, now-<duration> and now+<duration>.
-func parseTime(text string, now time.Time) (time.Time, error) {
+func ParseTime(text string, now time.Time) (time.Time, error) {
 	text = strings.TrimSpace(text)
 	if ms, err := strconv.ParseInt(text, 10, 64); err == nil {
 		return time.UnixMilli(ms), nil
