@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -271,7 +272,35 @@ func stacksFrame(r *Request, stacks []stackValue, fn *frameNames) *data.Frame {
 	}
 	tree := flame.NewTree(names)
 	eachPath(stacks, fn, names, shapeOf(r), tree.Add)
-	return tree.Frame(r.MaxNodes, unit)
+	if len(r.FocusPath) == 0 {
+		return tree.Frame(r.MaxNodes, unit)
+	}
+	return focusedFrame(tree, names, r, unit)
+}
+
+// focusedFrame renders a flame graph with the request's focus path opened
+// (flame.Tree.FrameFocused); a path the answer does not have is said in a
+// notice, and the graph is rendered without it.
+func focusedFrame(tree *flame.Tree, names *flame.Names, r *Request, unit string) *data.Frame {
+	focus := make([]int32, len(r.FocusPath))
+	known := true
+	for i, label := range r.FocusPath {
+		focus[i], known = names.Lookup(label)
+		if !known {
+			break
+		}
+	}
+	if !known {
+		focus = nil
+	}
+	frame, found := tree.FrameFocused(r.MaxNodes, unit, focus)
+	if !known || !found {
+		frame.AppendNotices(data.Notice{
+			Severity: data.NoticeSeverityWarning,
+			Text:     fmt.Sprintf("No stack goes through the focus path %s: the flame graph is shown without it.", strings.Join(r.FocusPath, " > ")),
+		})
+	}
+	return frame
 }
 
 // pathShape is what shapes an answer's label paths beyond its frames'

@@ -100,6 +100,12 @@ type JSON struct {
 	// collapsed kind's frames becomes one node.
 	HideFrames     []string `json:"hideFrames"`
 	CollapseFrames []string `json:"collapseFrames"`
+	// FocusPath opens a node of a flame graph in place: the labels of the
+	// nodes from the root's children down to it (a last "other" stands
+	// for its parent, whose folded children it holds). The node's subtree
+	// is rendered with a node budget of its own (maxNodes), the rest of
+	// the graph as without it.
+	FocusPath []string `json:"focusPath"`
 }
 
 // SideJSON is the left side of a diff query: its label selector (empty:
@@ -165,6 +171,9 @@ type Request struct {
 	// HideFrames and CollapseFrames are the frame kinds flame graphs and
 	// tables drop or collapse (JSON.HideFrames).
 	HideFrames, CollapseFrames FrameKinds
+	// FocusPath is the flame graph node opened in place (JSON.FocusPath),
+	// its last "other" dropped; nil for none.
+	FocusPath []string
 	// Left is a diff query's baseline: a profile request over its own
 	// selection and range; the diff request is the comparison.
 	Left *Request
@@ -258,6 +267,7 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	add(r.setGranularity(q.Granularity))
 	add(r.setExecutable(q.BuildID, q.MappingFile))
 	add(r.setFrameKinds(q.HideFrames, q.CollapseFrames))
+	add(r.setFocusPath(q.FocusPath))
 	if r.Type == TypeDiff {
 		add(r.setLeft(q.Left, opts.now()))
 	} else if q.Left != nil {
@@ -385,6 +395,46 @@ func (r *Request) setFrameKinds(hide, collapse []string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Bounds of a focus path: its labels, and the bytes of all of them.
+const (
+	maxFocusLevels = 1024
+	maxFocusBytes  = 64 << 10
+)
+
+// setFocusPath sets the flame graph node opened in place.
+func (r *Request) setFocusPath(path []string) error {
+	if len(path) == 0 {
+		return nil
+	}
+	size := 0
+	for _, l := range path {
+		size += len(l)
+	}
+	var errs []error
+	switch {
+	case r.Type != TypeProfile && r.Type != TypeBoth:
+		errs = append(errs, fmt.Errorf("focusPath opens a node of a flame graph: queryType profile or both, not %q", r.Type))
+	case len(path) > maxFocusLevels:
+		errs = append(errs, fmt.Errorf("focusPath has %d labels; at most %d are allowed", len(path), maxFocusLevels))
+	case size > maxFocusBytes:
+		errs = append(errs, fmt.Errorf("focusPath is %d bytes long; at most %d are allowed", size, maxFocusBytes))
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if path[len(path)-1] == otherLabel {
+		path = path[:len(path)-1]
+	}
+	if len(path) > 0 {
+		r.FocusPath = path
+	}
+	return nil
+}
+
+// otherLabel is the label of the rows truncation folds a node's smaller
+// children into (flame.Tree.Frame).
+const otherLabel = "other"
 
 // shapesFrames reports whether flame graphs and tables hide or collapse
 // frames of some kind.
