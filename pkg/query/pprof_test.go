@@ -231,4 +231,3 @@ func mustType(t *testing.T, id string) ProfileType {
 	require.NoError(t, err)
 	return pt
 }
-
