@@ -14,6 +14,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/flamehouse/flamehouse/pkg/query/flame"
+	"github.com/flamehouse/flamehouse/pkg/query/selector"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
@@ -65,10 +66,21 @@ func (e *Engine) Run(ctx context.Context, r *Request) (data.Frames, error) {
 }
 
 func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
-	if r.Alert && (r.Type == TypeProfile || r.Type == TypeDiff || r.Type == TypeTraces || r.Type == TypeSpans || r.Type == TypeExecutables) {
+	if r.Alert && (r.Type == TypeProfile || r.Type == TypeDiff || r.Type == TypeTraces || r.Type == TypeSpans || r.Type == TypeExecutables ||
+		r.Type == TypeProfiles) {
 		return nil, notForAlerts(r.Type)
 	}
 	if err := e.checkFilters(r); err != nil {
+		return nil, err
+	}
+	if r.Type == TypeProfiles {
+		f, err := e.profilesView(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		return data.Frames{f}, nil
+	}
+	if err := e.scopeSeries(ctx, r); err != nil {
 		return nil, err
 	}
 	if r.Type == TypeDiff {
@@ -130,7 +142,41 @@ func (e *Engine) checkFilters(r *Request) error {
 	if e.Schema == SchemaOTel && r.shapesFrames() {
 		return fmt.Errorf("%w: the exporter's table keeps no frame types (profile.frame.type): frames cannot be hidden or collapsed by kind", ErrInvalidQuery)
 	}
+	if e.Schema == SchemaOTel && r.SeriesID != "" {
+		return fmt.Errorf("%w: the exporter's table keeps no series ids", ErrInvalidQuery)
+	}
 	return nil
+}
+
+// scopeSeries adds the service of a request's series (seriesId) to its
+// matchers, unless it names one exactly: a series belongs to one service,
+// and the service scopes the stack and frame lookups.
+func (e *Engine) scopeSeries(ctx context.Context, r *Request) error {
+	if r.SeriesID == "" {
+		return nil
+	}
+	for _, m := range r.Matchers {
+		if isServiceName(m.Name) && m.Op == selector.Equal {
+			return nil
+		}
+	}
+	var p params
+	q := "SELECT ServiceName FROM " + e.Tables.Qualified(schema.Series) + " WHERE TenantId = " + p.str(e.Tenant) +
+		" AND SeriesId = " + p.add("UInt64", r.SeriesID) + " LIMIT 1"
+	rows, err := e.Conn.Query(ctx, q, p.args...)
+	if err != nil {
+		return fmt.Errorf("look up the series' service: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return rows.Err() // an unknown series: no samples either
+	}
+	var service string
+	if err := rows.Scan(&service); err != nil {
+		return err
+	}
+	r.Matchers = append(slices.Clone(r.Matchers), selector.Matcher{Name: "service_name", Op: selector.Equal, Value: service})
+	return rows.Err()
 }
 
 // prepareTraces looks up the spans tables for the requests that read them

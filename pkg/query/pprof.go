@@ -62,6 +62,9 @@ func (e *Engine) Pprof(ctx context.Context, r *Request) (*profile.Profile, error
 	if _, err := e.prepareTraces(ctx, r); err != nil {
 		return nil, err
 	}
+	if err := e.scopeSeries(ctx, r); err != nil {
+		return nil, err
+	}
 	c := *r
 	c.Lines, c.details = false, true
 	stacks, names, err := e.layout().stacks(ctx, &c)
@@ -346,11 +349,6 @@ func (b *pprofBuilder) mapping(d *frameDetail) *profile.Mapping {
 	b.mappings[k] = m
 	b.p.Mapping = append(b.p.Mapping, m)
 	return m
-}
-
-// period is the sampling period of most of the selection's profiles.
-func (e *Engine) period(ctx context.Context, r *Request) (int64, error) {
-	return 0, nil
 }
 
 // PprofFileName names a request's pprof file:

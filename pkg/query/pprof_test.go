@@ -79,7 +79,7 @@ func TestPprofShapesLikeTheFlameGraph(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Request{Type: TypeProfile, ProfileType: mustType(t, cpu)}
+			r := &Request{Type: TypeProfile, ProfileType: cpuType(t)}
 			var err error
 			r.HideFrames, err = parseFrameKinds("hideFrames", tt.hide)
 			require.NoError(t, err)
@@ -126,10 +126,14 @@ func TestPprofLocations(t *testing.T) {
 		details: map[uint64]*frameDetail{
 			1: {file: "/src/main.c", line: 12, mappingFile: "/usr/bin/app", buildID: "aa11", systemName: "main"},
 			2: {mappingFile: "/usr/lib/libc.so.6", buildID: "bb22", address: 0x7f0000012345, mappingStart: 0x7f0000000000, mappingOffset: 0x1000},
-			3: {mappingFile: "/usr/lib/libc.so.6", buildID: "bb22", address: 0x7f0000020000, mappingStart: 0x7f0000000000, mappingOffset: 0x1000,
-				levels: []lineDetail{{file: "string/memcpy.S", line: 40}}},
-			4: {mappingFile: "/usr/bin/app", buildID: "aa11", address: 0x401000,
-				levels: []lineDetail{{file: "inl.h", line: 7}, {file: "outer.c", line: 90}}},
+			3: {
+				mappingFile: "/usr/lib/libc.so.6", buildID: "bb22", address: 0x7f0000020000, mappingStart: 0x7f0000000000, mappingOffset: 0x1000,
+				levels: []lineDetail{{file: "string/memcpy.S", line: 40}},
+			},
+			4: {
+				mappingFile: "/usr/bin/app", buildID: "aa11", address: 0x401000,
+				levels: []lineDetail{{file: "inl.h", line: 7}, {file: "outer.c", line: 90}},
+			},
 			5: {file: "parse.go", line: 3, systemName: "pkg.(*T).parse"},
 		},
 	}
@@ -140,8 +144,10 @@ func TestPprofLocations(t *testing.T) {
 		{id: 4, value: 1, frames: []uint64{1, 99}}, // a frame that is not stored
 	}
 	from := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
-	r := &Request{Type: TypeProfile, ProfileType: mustType(t, cpu), From: from, To: from.Add(time.Hour),
-		Matchers: []selector.Matcher{{Name: "service_name", Op: selector.Equal, Value: "app"}}}
+	r := &Request{
+		Type: TypeProfile, ProfileType: cpuType(t), From: from, To: from.Add(time.Hour),
+		Matchers: []selector.Matcher{{Name: "service_name", Op: selector.Equal, Value: "app"}},
+	}
 	p := buildPprof(r, stacks, fn, 10_000_000)
 	require.NoError(t, p.CheckValid())
 
@@ -196,7 +202,7 @@ func TestPprofGroupsAsLabels(t *testing.T) {
 		{id: 1, value: 7, frames: []uint64{3, 5}, group: 0},
 		{id: 2, value: 5, frames: []uint64{11}, group: 1},
 	}
-	r := &Request{Type: TypeProfile, ProfileType: mustType(t, cpu), GroupBy: []string{"process_executable_name", "process_pid"}}
+	r := &Request{Type: TypeProfile, ProfileType: cpuType(t), GroupBy: []string{"process_executable_name", "process_pid"}}
 	p := buildPprof(r, stacks, fn, 0)
 	require.NoError(t, p.CheckValid())
 	require.Equal(t, []string{"<module>;py_alpha", "do_syscall_64 [kernel]"}, pprofPaths(p), "groups are labels, not frames")
@@ -221,13 +227,13 @@ func TestPprofFileName(t *testing.T) {
 	for _, tt := range tests {
 		ms, err := selector.Parse(tt.selector)
 		require.NoError(t, err)
-		require.Equal(t, tt.want, PprofFileName(&Request{ProfileType: mustType(t, cpu), Matchers: ms, From: from}), tt.selector)
+		require.Equal(t, tt.want, PprofFileName(&Request{ProfileType: cpuType(t), Matchers: ms, From: from}), tt.selector)
 	}
 }
 
-func mustType(t *testing.T, id string) ProfileType {
+func cpuType(t *testing.T) ProfileType {
 	t.Helper()
-	pt, err := ParseProfileType(id)
+	pt, err := ParseProfileType(cpu)
 	require.NoError(t, err)
 	return pt
 }

@@ -53,8 +53,10 @@ func TestExportCommandMatchesPprofTop(t *testing.T) {
 	server := []string{"-clickhouse.address", svc.HTTPAddress(), "-clickhouse.protocol", "http", "-log.level", "warn"}
 	out.Reset()
 	errOut.Reset()
-	code := Main(append([]string{"export", "-selector", `{service_name="exported"}`, "-from", ms(at.Add(-time.Minute)), "-to", ms(at.Add(time.Minute)),
-		"-o", exported}, server...), &out, &errOut)
+	code := Main(append([]string{
+		"export", "-selector", `{service_name="exported"}`, "-from", ms(at.Add(-time.Minute)), "-to", ms(at.Add(time.Minute)),
+		"-o", exported,
+	}, server...), &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
 	require.Regexp(t, `^`+regexp.QuoteMeta(exported)+`: \d+ stacks, \d+ nanoseconds of process_cpu:cpu:nanoseconds:cpu:nanoseconds, `, out.String())
 	gotFlat, gotCum := pproftest.Top(t, exported)
@@ -63,8 +65,10 @@ func TestExportCommandMatchesPprofTop(t *testing.T) {
 
 	// A table query with a function filter: only the stacks through it.
 	out.Reset()
-	code = Main(append([]string{"export", "-query", `{"queryType":"table","function":"github.com/flamehouse/flamehouse/internal/pproftest.spinBoth"}`,
-		"-selector", `{service_name="exported"}`, "-from", ms(at.Add(-time.Minute)), "-to", ms(at.Add(time.Minute)), "-o", "-"}, server...), &out, &errOut)
+	code = Main(append([]string{
+		"export", "-query", `{"queryType":"table","function":"github.com/flamehouse/flamehouse/internal/pproftest.spinBoth"}`,
+		"-selector", `{service_name="exported"}`, "-from", ms(at.Add(-time.Minute)), "-to", ms(at.Add(time.Minute)), "-o", "-",
+	}, server...), &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
 	p, err := profile.Parse(&out)
 	require.NoError(t, err)

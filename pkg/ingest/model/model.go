@@ -222,7 +222,7 @@ type Batch struct {
 	// with sample rows.
 	Profiles []Profile
 	Series   []*Series
-	Symbols map[ServiceKey]*Symbols
+	Symbols  map[ServiceKey]*Symbols
 	// Events counts the profiling events (sample timestamps or values)
 	// behind the sample rows.
 	Events int64

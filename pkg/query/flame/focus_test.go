@@ -138,9 +138,15 @@ func TestFocusOpensOther(t *testing.T) {
 	got := rows(t, frame)
 	requireConsistent(t, got, tree.Total())
 	require.Equal(t, []row{
-		{0, tree.Total(), 0, "total"}, {1, 1000 + handler, 0, "main"}, {2, 1000, 1000, "big"}, {2, handler, 0, "handler"},
-		{3, 30, 30, "fndx"}, {3, 29, 29, "fncx"}, {3, handler - 59, handler - 59, "other"},
-		{1, 700, 0, "gc"}, {2, 700, 700, "other"},
+		{0, tree.Total(), 0, "total"},
+		{1, 1000 + handler, 0, "main"},
+		{2, 1000, 1000, "big"},
+		{2, handler, 0, "handler"},
+		{3, 30, 30, "fndx"},
+		{3, 29, 29, "fncx"},
+		{3, handler - 59, handler - 59, "other"},
+		{1, 700, 0, "gc"},
+		{2, 700, 700, "other"},
 	}, got, "main's subtree in 6 rows of its own, the rest as it was")
 
 	frame, found = tree.FrameFocused(6, "", ids(tree.names, "main;handler"))
