@@ -86,6 +86,7 @@ func TestPprofExportMatchesPprofTop(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []*profile.ValueType{{Type: "cpu", Unit: "nanoseconds"}}, p.SampleType)
 	require.Equal(t, &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}, p.PeriodType)
+	require.Equal(t, orig.Period, p.Period, "the period of the profiles it holds")
 	require.Equal(t, from.UnixNano(), p.TimeNanos)
 	require.Equal(t, to.Sub(from).Nanoseconds(), p.DurationNanos)
 	lines := 0
