@@ -131,9 +131,10 @@ func TestProfilesListsAndOpensSingleProfiles(t *testing.T) {
 		require.Equal(t, p.Total, field(t, list, "total").At(i))
 		require.Equal(t, p.FirstSecond*1000, field(t, list, "windowStart").At(i))
 		require.Equal(t, (p.LastSecond+1)*1000, field(t, list, "windowEnd").At(i))
+		require.Equal(t, "flamehouse-process_cpu-checkout-"+ts.UTC().Format("20060102T150405Z")+".pb.gz", field(t, list, "pprof").At(i))
 	}
 
-	links := field(t, list, "time").Config.Links
+	links := append(field(t, list, "time").Config.Links, field(t, list, "pprof").Config.Links...)
 	require.Len(t, links, 2)
 	require.Equal(t, query.LinkProfileFlameGraph, links[0].Title)
 	require.Equal(t, query.LinkProfilePprof, links[1].Title)

@@ -362,7 +362,13 @@ func PprofFileName(r *Request) string {
 			service = m.Value
 		}
 	}
-	name := "flamehouse-" + r.ProfileType.Name + "-" + service + "-" + r.From.UTC().Format("20060102T150405Z")
+	return pprofFileName(r.ProfileType.Name, service, r.From)
+}
+
+// pprofFileName is a pprof file's name from its profile type's name, its
+// service and its start.
+func pprofFileName(typeName, service string, start time.Time) string {
+	name := "flamehouse-" + typeName + "-" + service + "-" + start.UTC().Format("20060102T150405Z")
 	return strings.Map(func(c rune) rune {
 		if c == '-' || c == '.' || c == '_' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') {
 			return c

@@ -221,9 +221,9 @@ const (
 )
 
 // profilesFrame renders the profiles: time, service, resource, duration,
-// samples (events), total; the time links to the profile's flame graph
-// and its pprof file, which read the hidden fields seriesId and the
-// window of seconds its samples cover.
+// samples (events), total and the name of its pprof file; the time links
+// to the profile's flame graph, the file name downloads it, both reading
+// the hidden fields seriesId and the window of seconds its samples cover.
 func profilesFrame(r *Request, list []profileRow, resources map[uint64]string, target linkTarget) *data.Frame {
 	n := len(list)
 	times := make([]time.Time, n)
@@ -246,17 +246,22 @@ func profilesFrame(r *Request, list []profileRow, resources map[uint64]string, t
 	hidden := func(f *data.Field) *data.Field {
 		return f.SetConfig(&data.FieldConfig{Custom: map[string]any{"hidden": true}})
 	}
-	var links []data.DataLink
+	var pprofLinks []data.DataLink
 	if target.uid != "" {
-		links = append(target.links(LinkProfileFlameGraph, profileLinkQuery(r), true), data.DataLink{Title: LinkProfilePprof, URL: pprofLinkURL(target.uid, r)})
+		pprofLinks = []data.DataLink{{Title: LinkProfilePprof, URL: pprofLinkURL(target.uid, r)}}
+	}
+	files := make([]string, n)
+	for i, pr := range list {
+		files[i] = pprofFileName(r.ProfileType.Name, pr.service, pr.at)
 	}
 	frame := data.NewFrame("profiles",
-		named(data.NewField("time", nil, times), "Time", &data.FieldConfig{Links: links}),
+		named(data.NewField("time", nil, times), "Time", &data.FieldConfig{Links: target.links(LinkProfileFlameGraph, profileLinkQuery(r), true)}),
 		named(data.NewField("service", nil, services), "Service", nil),
 		named(data.NewField("resource", nil, res), "Resource", nil),
 		named(data.NewField("duration", nil, durations), "Duration", &data.FieldConfig{Unit: "ns"}),
 		named(data.NewField("samples", nil, events), "Samples", nil),
 		named(data.NewField("total", nil, totals), "Total", &data.FieldConfig{Unit: flame.Unit(r.ProfileType.SampleUnit)}),
+		named(data.NewField("pprof", nil, files), "pprof", &data.FieldConfig{Links: pprofLinks}),
 		hidden(data.NewField(fieldSeriesID, nil, series)),
 		hidden(data.NewField(fieldWindowStart, nil, starts)),
 		hidden(data.NewField(fieldWindowEnd, nil, ends)),
