@@ -12,11 +12,22 @@ describe('focusNodes', () => {
     ]);
   });
 
-  it('finds nodes by a part of their name, whatever the case', () => {
+  it('finds nodes by a part of their name, whatever the case, and the "other" rows under them', () => {
     expect(focusNodes(flameFrame(), 'PARS')).toEqual([
       { path: ['main', 'handler', 'parse'], label: 'parse', value: 25, share: 0.25 },
     ]);
-    expect(focusNodes(flameFrame(), 'a').map((n) => n.label)).toEqual(['main', 'handler', 'parse', 'mark']);
+    expect(focusNodes(flameFrame(), 'handl').map((n) => n.path.join(' › '))).toEqual([
+      'main › handler',
+      'main › handler › other',
+    ]);
+    expect(focusNodes(flameFrame(), 'a').map((n) => n.path.join(' › '))).toEqual([
+      'main',
+      'main › handler',
+      'main › other',
+      'main › handler › parse',
+      'gc › mark',
+      'main › handler › other',
+    ]);
   });
 
   it('has nothing without a flame graph', () => {

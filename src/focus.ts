@@ -22,9 +22,9 @@ export function flameFrame(data: PanelData | undefined, refId: string): DataFram
 }
 
 /**
- * The nodes of a flame graph answer a user may open in place: its "other" rows (what truncation folded away), and,
- * when `search` is set, the nodes whose label contains it (e.g. a name from the panel's "Copy function name"),
- * largest first, at most MAX_FOCUS_NODES. Grafana's flame graph panel offers no way for a datasource to act on a
+ * The nodes of a flame graph answer a user may open in place: its "other" rows (what truncation folded away), or,
+ * when `search` is set, the nodes whose label contains it (e.g. a name from the panel's "Copy function name") and the
+ * "other" rows under such a node, largest first, at most MAX_FOCUS_NODES. Grafana's flame graph panel offers no way for a datasource to act on a
  * click (its context menu is its own: Focus block, Copy function name, Sandwich view, no data links), so the editor
  * reads the last answer instead.
  */
@@ -40,7 +40,9 @@ export function focusNodes(frame: DataFrame | undefined, search = ''): FocusNode
   for (const row of rows.slice(1)) {
     path.length = row.level - 1;
     path.push(row.label);
-    const matches = needle ? row.label.toLowerCase().includes(needle) : row.label === OTHER;
+    const other = row.label === OTHER;
+    const named = other ? path[path.length - 2] : row.label;
+    const matches = needle ? (named ?? '').toLowerCase().includes(needle) : other;
     if (matches) {
       out.push({ path: [...path], label: row.label, value: row.value, share: row.value / total });
     }

@@ -89,6 +89,25 @@ function rowsByPath(frame: FrameJSON): Map<string, { value: number; self: number
 const responseFrame = async (resp: Pick<Response, 'json'>) =>
   (await framesOf(resp, 'A')).find((f) => f.schema.name === 'response')!;
 
+/**
+ * The hour up to a minute ago, once it holds the query's data: on a fresh start the demo's first profiles are
+ * younger than that minute (Grafana's flame graph cannot draw an empty answer).
+ */
+async function settledWithData(page: Page, ds: { uid: string; type: string }, query: BeyondQuery) {
+  let range = settledHour();
+  await expect
+    .poll(
+      async () => {
+        range = settledHour();
+        const frames = await framesOf(await dsQuery(page, ds, [query as Partial<Query>], range), 'A');
+        return frames.length > 0 ? Math.max(...frames.map((f) => (f.data?.values[0] ?? []).length)) : 0;
+      },
+      { message: 'the demo profiles itself: data a minute old', timeout: 120_000 }
+    )
+    .toBeGreaterThan(1);
+  return range;
+}
+
 /** Opens Explore on one query and returns the response to it. */
 async function explore(page: Page, ds: { uid: string; type: string }, query: BeyondQuery, range = settledHour()) {
   const response = queryResponseWhere(page, (q) => q.queryType === query.queryType && q.labelSelector === service);
@@ -100,9 +119,10 @@ test('Download pprof from Explore: go tool pprof -top on the file equals the top
   readProvisionedDataSource,
   page,
 }, testInfo) => {
+  test.setTimeout(180_000); // the wait for data a minute old, on a fresh start
   const ds = await readProvisionedDataSource({ fileName: DATASOURCES_FILE });
-  const range = settledHour();
   const query: BeyondQuery = { refId: 'A', queryType: 'profile', profileTypeId: CPU, labelSelector: service };
+  const range = await settledWithData(page, ds, query);
   await (await explore(page, ds, query, range)).finished();
   await expect(page.locator(FLAME_GRAPH).first()).toBeVisible();
 
@@ -137,8 +157,8 @@ test('Open "other" in place: the opened subtree shows in full, the rest as it wa
   readProvisionedDataSource,
   page,
 }) => {
+  test.setTimeout(180_000); // the wait for data a minute old, on a fresh start
   const ds = await readProvisionedDataSource({ fileName: DATASOURCES_FILE });
-  const range = settledHour();
   const budget = 60;
   const query: BeyondQuery = {
     refId: 'A',
@@ -147,6 +167,7 @@ test('Open "other" in place: the opened subtree shows in full, the rest as it wa
     labelSelector: service,
     maxNodes: budget,
   };
+  const range = await settledWithData(page, ds, query);
   const plain = rowsByPath(await responseFrame(await explore(page, ds, query, range)));
   await expect(page.locator(FLAME_GRAPH).first()).toBeVisible();
   const full = rowsByPath(
@@ -165,8 +186,12 @@ test('Open "other" in place: the opened subtree shows in full, the rest as it wa
   const { parent, size } = candidates[0];
   const shown = parent.split(';').join(' › ');
 
+  // The picker lists the largest "other" rows; typing the parent's name finds the one under it.
   const opened = queryResponseWhere(page, (q) => (q as BeyondQuery).focusPath !== undefined);
-  await page.getByTestId(selectors.query.focusPicker).click();
+  const picker = page.getByTestId(selectors.query.focusPicker);
+  await picker.click();
+  await expect(page.getByRole('option').first(), 'the last answer\'s "other" rows').toContainText('other under ');
+  await picker.fill(parent.split(';').at(-1)!);
   const escaped = shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   await page
     .getByRole('option', { name: new RegExp(`^other under ${escaped}(?! ›)`) })
@@ -197,9 +222,10 @@ test('List profiles and open one: its flame graph and pprof file hold that profi
   page,
   explorePage,
 }, testInfo) => {
+  test.setTimeout(180_000); // the wait for data a minute old, on a fresh start
   const ds = await readProvisionedDataSource({ fileName: DATASOURCES_FILE });
-  const range = settledHour();
   const query: BeyondQuery = { refId: 'A', queryType: 'profiles', profileTypeId: CPU, labelSelector: service };
+  const range = await settledWithData(page, ds, query);
   const [frame] = await framesOf(await explore(page, ds, query, range), 'A');
   expect(frame.schema.name).toBe('profiles');
   const times = column(frame, 'time').map(Number);
