@@ -6,12 +6,14 @@ package pproftest
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/stretchr/testify/require"
 )
 
@@ -52,6 +54,29 @@ func RecordCPU(tb testing.TB, path string, d time.Duration) {
 	}
 	pprof.StopCPUProfile()
 	require.NoError(tb, f.Close())
+}
+
+// Recorded is a real CPU profile of known work: its file, the profile read
+// back, and `go tool pprof -top`'s flat and cumulative nanoseconds per
+// function.
+type Recorded struct {
+	Path      string
+	Profile   *profile.Profile
+	Flat, Cum map[string]int64
+}
+
+// Record writes a CPU profile of about 1.5 s of known work (RecordCPU)
+// into dir as cpu.pb.gz and reads it back and through pprof -top.
+func Record(tb testing.TB, dir string) Recorded {
+	tb.Helper()
+	r := Recorded{Path: filepath.Join(dir, "cpu.pb.gz")}
+	RecordCPU(tb, r.Path, 1500*time.Millisecond)
+	r.Flat, r.Cum = Top(tb, r.Path)
+	raw, err := os.ReadFile(r.Path)
+	require.NoError(tb, err)
+	r.Profile, err = profile.ParseData(raw)
+	require.NoError(tb, err)
+	return r
 }
 
 // Top runs `go tool pprof -top` on a profile and returns flat and

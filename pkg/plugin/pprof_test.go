@@ -45,13 +45,8 @@ func (f *fixture) pprofResponse(t *testing.T, q map[string]any, from, to time.Ti
 func TestPprofExportMatchesPprofTop(t *testing.T) {
 	f := newFixture(t, nil)
 	dir := t.TempDir()
-	path := filepath.Join(dir, "cpu.pb.gz")
-	pproftest.RecordCPU(t, path, 1500*time.Millisecond)
-	wantFlat, wantCum := pproftest.Top(t, path)
-	raw, err := os.ReadFile(path) //nolint:gosec // G304: the test's own file
-	require.NoError(t, err)
-	orig, err := profile.ParseData(raw)
-	require.NoError(t, err)
+	rec := pproftest.Record(t, dir)
+	wantFlat, wantCum, orig := rec.Flat, rec.Cum, rec.Profile
 	req, err := pprofconv.Convert(orig, pprofconv.Options{ResourceAttributes: []string{"service.name", "pprof-export"}})
 	require.NoError(t, err)
 	f.send(t, req)

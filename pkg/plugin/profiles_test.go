@@ -14,28 +14,22 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/stretchr/testify/require"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
-	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
-// seededReport is a small eBPF-shaped report of a seed and what converting
-// it yields.
-func seededReport(t *testing.T, seed uint64, at time.Time) (*model.Batch, func(*fixture)) {
+// seededReport is a small eBPF-shaped report of three processes and a
+// seed, and what converting it yields.
+func seededReport(t *testing.T, seed uint64, at time.Time) (*collectorpb.ExportProfilesServiceRequest, *model.Batch) {
 	t.Helper()
 	cfg := profilegen.DefaultConfig()
 	cfg.Seed, cfg.Stacks, cfg.Pods, cfg.SamplesPerSecond, cfg.Locations, cfg.Functions = seed, 300, 3, 120, 2000, 500
-	req := profilegen.New(cfg).Report(at)
-	opts := convert.DefaultOptions("")
-	opts.Now = func() time.Time { return at.Add(time.Minute) }
-	res, err := convert.Convert(req, opts)
-	require.NoError(t, err)
-	require.Empty(t, res.Rejected)
-	return res.Batch, func(f *fixture) { f.send(t, req) }
+	return generatedReport(t, cfg, at)
 }
 
 // queryLinked runs one query through QueryData as Grafana sends it, with
@@ -90,10 +84,10 @@ func interpolate(t *testing.T, f *data.Frame, row int, text string) string {
 func TestProfilesListsAndOpensSingleProfiles(t *testing.T) {
 	f := newFixture(t, nil)
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
-	first, sendFirst := seededReport(t, 1, at)
-	second, sendSecond := seededReport(t, 2, at.Add(5*time.Second))
-	sendFirst(f)
-	sendSecond(f)
+	firstReq, first := seededReport(t, 1, at)
+	secondReq, second := seededReport(t, 2, at.Add(5*time.Second))
+	f.send(t, firstReq)
+	f.send(t, secondReq)
 	var want []model.Profile
 	for _, b := range []*model.Batch{second, first} {
 		for _, p := range b.Profiles {

@@ -8,9 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +16,6 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/google/pprof/profile"
 	"github.com/grafana/dskit/services"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -104,6 +101,13 @@ func report(t *testing.T, at time.Time) (*collectorpb.ExportProfilesServiceReque
 	t.Helper()
 	cfg := profilegen.DefaultConfig()
 	cfg.Stacks, cfg.Pods, cfg.SamplesPerSecond, cfg.Locations, cfg.Functions = 300, 4, 200, 2000, 500
+	return generatedReport(t, cfg, at)
+}
+
+// generatedReport is a report of a workload at a time and what converting
+// it as the ingest does yields.
+func generatedReport(t *testing.T, cfg profilegen.Config, at time.Time) (*collectorpb.ExportProfilesServiceRequest, *model.Batch) {
+	t.Helper()
 	req := profilegen.New(cfg).Report(at)
 	opts := convert.DefaultOptions("")
 	opts.Now = func() time.Time { return at.Add(time.Minute) }
@@ -373,13 +377,8 @@ func TestInvalidQueriesAreDownstreamErrors(t *testing.T) {
 
 func TestTopTableMatchesPprofTop(t *testing.T) {
 	f := newFixture(t, nil)
-	path := filepath.Join(t.TempDir(), "cpu.pb.gz")
-	pproftest.RecordCPU(t, path, 1500*time.Millisecond)
-	wantFlat, wantCum := pproftest.Top(t, path)
-	raw, err := os.ReadFile(path) //nolint:gosec // G304: the test's own file
-	require.NoError(t, err)
-	prof, err := profile.ParseData(raw)
-	require.NoError(t, err)
+	rec := pproftest.Record(t, t.TempDir())
+	wantFlat, wantCum, prof := rec.Flat, rec.Cum, rec.Profile
 	req, err := pprofconv.Convert(prof, pprofconv.Options{ResourceAttributes: []string{"service.name", "pprof-oracle"}})
 	require.NoError(t, err)
 	f.send(t, req)

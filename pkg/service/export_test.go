@@ -2,9 +2,6 @@ package service
 
 import (
 	"bytes"
-	"context"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/pproftest"
-	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
 // TestExportCommandMatchesPprofTop imports a real CPU profile with
@@ -28,31 +24,15 @@ func TestExportCommandMatchesPprofTop(t *testing.T) {
 		t.Skip("starts the embedded engine; skipped under -short")
 	}
 	dir := t.TempDir()
-	path := filepath.Join(dir, "cpu.pb.gz")
-	pproftest.RecordCPU(t, path, 1500*time.Millisecond)
-	wantFlat, wantCum := pproftest.Top(t, path)
-	raw, err := os.ReadFile(path) //nolint:gosec // G304: the test's own file
-	require.NoError(t, err)
-	orig, err := profile.ParseData(raw)
-	require.NoError(t, err)
-
-	cfg := localConfig(t)
-	cfg.SelfProfile.Enabled = false
-	cfg.Schema.Retention = schema.Retention{}
-	ctx := context.Background()
-	svc, err := Start(ctx, cfg, slog.New(slog.DiscardHandler), Everything)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, svc.Stop(ctx)) }()
-	_, httpAddr := svc.IngestAddresses()
-	var out, errOut bytes.Buffer
-	require.Equal(t, 0, Main([]string{"import", "-endpoint", "http://" + httpAddr, "-service", "exported", path}, &out, &errOut), errOut.String())
+	rec := pproftest.Record(t, dir)
+	wantFlat, wantCum, orig := rec.Flat, rec.Cum, rec.Profile
+	svc, _, _ := importedService(t, rec.Path, "exported")
 
 	at := time.Unix(0, orig.TimeNanos)
 	ms := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 	exported := filepath.Join(dir, "export.pb.gz")
 	server := []string{"-clickhouse.address", svc.HTTPAddress(), "-clickhouse.protocol", "http", "-log.level", "warn"}
-	out.Reset()
-	errOut.Reset()
+	var out, errOut bytes.Buffer
 	code := Main(append([]string{
 		"export", "-selector", `{service_name="exported"}`, "-from", ms(at.Add(-time.Minute)), "-to", ms(at.Add(time.Minute)),
 		"-o", exported,

@@ -19,24 +19,6 @@ jest.mock('../download', () => ({ saveFile: jest.fn() }));
 // Select menus are slow in jsdom, the more so on a cold cache with parallel suites.
 jest.setTimeout(30_000);
 
-// Grafana's Combobox measures its options' text on a canvas and sizes its virtual list by its element's client
-// size, which jsdom has neither of.
-const clientSize = ['clientWidth', 'clientHeight'] as const;
-beforeAll(() => {
-  jest
-    .spyOn(HTMLCanvasElement.prototype, 'getContext')
-    .mockImplementation(() => ({ measureText: () => ({ width: 100 }) }) as unknown as CanvasRenderingContext2D);
-  for (const name of clientSize) {
-    Object.defineProperty(HTMLElement.prototype, name, { configurable: true, get: () => 400 });
-  }
-});
-afterAll(() => {
-  jest.restoreAllMocks();
-  for (const name of clientSize) {
-    delete (HTMLElement.prototype as unknown as Record<string, unknown>)[name];
-  }
-});
-
 const CPU = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds';
 const ALLOC = 'memory:alloc_space:bytes:space:bytes';
 const INUSE = 'memory:inuse_space:bytes:space:bytes';
@@ -720,8 +702,8 @@ describe('QueryEditor: open in place', () => {
 
   it('offers the "other" rows of the last answer, largest first, and opens the one picked', async () => {
     const { lastQuery, onRunQuery } = await setup({ profileTypeId: CPU }, { data: answer });
-    const input = screen.getByTestId(selectors.query.focusPicker);
-    fireEvent.click(input);
+    const input = screen.getByTestId(selectors.query.focusPicker).querySelector('input')!;
+    fireEvent.keyDown(input, { key: 'ArrowDown' });
     const options = await screen.findAllByRole('option');
     expect(options.map((o) => o.textContent)).toEqual([
       expect.stringContaining('other under main'),
@@ -738,7 +720,7 @@ describe('QueryEditor: open in place', () => {
   it('finds a node by the name typed in, and closes an opened node', async () => {
     const { lastQuery } = await setup({ profileTypeId: CPU, focusPath: ['gc', 'other'] }, { data: answer });
     expect(screen.getByTestId(selectors.query.focusPath)).toHaveTextContent('Opened: gc › other');
-    const input = screen.getByTestId(selectors.query.focusPicker);
+    const input = screen.getByTestId(selectors.query.focusPicker).querySelector('input')!;
     fireEvent.change(input, { target: { value: 'pars' } });
     fireEvent.click(await screen.findByText('main › handler › parse'));
     await settle();

@@ -1,7 +1,6 @@
 package flame
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -58,32 +57,8 @@ func (n *refNode) totals(out []int64) []int64 {
 }
 
 // rows renders the reference tree: children below cut fold into "other".
-func (n *refNode) rows(level int64, cut int64, out []row) []row {
-	out = append(out, row{level, n.total, n.self, n.label})
-	var kept []*refNode
-	var folded int64
-	anyFolded := false
-	for _, child := range n.children {
-		if child.total >= cut {
-			kept = append(kept, child)
-			continue
-		}
-		folded += child.total
-		anyFolded = true
-	}
-	slices.SortFunc(kept, func(a, b *refNode) int {
-		if c := cmp.Compare(b.total, a.total); c != 0 {
-			return c
-		}
-		return strings.Compare(a.label, b.label)
-	})
-	for _, child := range kept {
-		out = child.rows(level+1, cut, out)
-	}
-	if anyFolded {
-		out = append(out, row{level + 1, folded, folded, "other"})
-	}
-	return out
+func (n *refNode) rows(level, cut int64, out []row) []row {
+	return n.rowsFocused(level, cut, cut, nil, false, out)
 }
 
 // smallestCut is the smallest threshold whose reference rendering has at
