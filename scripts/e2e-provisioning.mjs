@@ -7,7 +7,9 @@
 // TARGET/dashboards, alerting/ with the alert rules as they are, and every
 // datasource that reaches ClickHouse on 127.0.0.1:8123 (the README's main
 // job) pointed at CLICKHOUSE_PORT instead, and, with TEMPO_URL, every Tempo
-// datasource of the examples (http://localhost:3200) pointed at that Tempo.
+// datasource of the examples (http://localhost:3200) pointed at that Tempo,
+// and with FLAMEHOUSE_E2E_PYROSCOPE_API_PORT the Pyroscope datasources on
+// 127.0.0.1:4040 at that port.
 // Nothing else changes, so the specs check the files users copy.
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -39,6 +41,12 @@ function repoint(ds) {
   }
   if (tempoUrl && ds.type === 'tempo') {
     ds.url = tempoUrl;
+  }
+  // The Pyroscope API example (examples/pyroscope-api.yaml) on the port
+  // scripts/e2e.sh gives flamehouse run's API.
+  const pyroscopeApiPort = process.env.FLAMEHOUSE_E2E_PYROSCOPE_API_PORT;
+  if (pyroscopeApiPort && ds.type === 'grafana-pyroscope-datasource' && typeof ds.url === 'string') {
+    ds.url = ds.url.replace('127.0.0.1:4040', `127.0.0.1:${pyroscopeApiPort}`);
   }
   return ds;
 }

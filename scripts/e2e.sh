@@ -171,6 +171,17 @@ if [ -z "$zip" ]; then
 fi
 [ -f "$zip" ] || die "no plugin zip at $zip"
 
+# ---- Pyroscope API (docs/pyroscope-api.md, tests/pyroscope-api.spec.ts) ---
+# flamehouse run serves the Pyroscope-compatible query API on a free port;
+# the Pyroscope datasource of provisioning/examples/pyroscope-api.yaml is
+# pointed at it (scripts/e2e-provisioning.mjs reads the port).
+pyroscope_api_port=$(free_port)
+pyroscope_api_flags=(-pyroscope-api.listen-address "127.0.0.1:$pyroscope_api_port")
+export FLAMEHOUSE_E2E_PYROSCOPE_API_PORT=$pyroscope_api_port
+export FLAMEHOUSE_E2E_PYROSCOPE_API=http://127.0.0.1:$pyroscope_api_port
+log "the Pyroscope API will listen on $FLAMEHOUSE_E2E_PYROSCOPE_API"
+# ---- end of Pyroscope API -------------------------------------------------
+
 # The README's main job on free ports and a fresh data directory.
 ch_port=$(free_port)
 grpc_port=$(free_port)
@@ -184,6 +195,7 @@ fi
 "$work/flamehouse" run -embedded.data-dir "$work/clickhouse" -embedded.listen-address "127.0.0.1:$ch_port" \
   -ingest.grpc-listen-address "127.0.0.1:$grpc_port" -ingest.http-listen-address "127.0.0.1:$http_port" \
   "${tempo_flags[@]}" \
+  "${pyroscope_api_flags[@]}" \
   >"$work/flamehouse.log" 2>&1 &
 pids+=($!)
 ch="http://127.0.0.1:$ch_port"
@@ -305,7 +317,7 @@ if [ "${FLAMEHOUSE_E2E_SERVE:-}" = 1 ]; then
   printf '  export %s\n' "GRAFANA_URL=$GRAFANA_URL" "FLAMEHOUSE_E2E_PROVISIONING=$FLAMEHOUSE_E2E_PROVISIONING" \
     "FLAMEHOUSE_E2E_EXAMPLES=1" "FLAMEHOUSE_E2E_EXPORTER_FIXTURE=$FLAMEHOUSE_E2E_EXPORTER_FIXTURE" \
     "FLAMEHOUSE_E2E_GRAFANA_LOG=$FLAMEHOUSE_E2E_GRAFANA_LOG" "FLAMEHOUSE_E2E_CLICKHOUSE=$ch" \
-    "FLAMEHOUSE_E2E_TEMPO=${FLAMEHOUSE_E2E_TEMPO:-}" \
+    "FLAMEHOUSE_E2E_TEMPO=${FLAMEHOUSE_E2E_TEMPO:-}" "FLAMEHOUSE_E2E_PYROSCOPE_API=$FLAMEHOUSE_E2E_PYROSCOPE_API" \
     "FLAMEHOUSE_E2E_AGENT=${FLAMEHOUSE_E2E_AGENT:-}" "FLAMEHOUSE_E2E_AGENT_SKIP_REASON=${FLAMEHOUSE_E2E_AGENT_SKIP_REASON:-}"
   wait "${pids[@]}"
   exit

@@ -494,6 +494,8 @@ describe('provisioning/alerting', () => {
 const goQueryTypes = [...read('pkg/query/request.go').matchAll(/^\s*Type\w+\s*=\s*"(\w+)"/gm)].map((m) => m[1]);
 
 interface ExampleDatasource extends Omit<ProvisionedDatasource, 'jsonData' | 'secureJsonData'> {
+  /** The URL of a datasource of another type (Grafana's Pyroscope datasource, Tempo). */
+  url?: string;
   jsonData?: Record<string, unknown>;
   secureJsonData?: Record<string, string | null>;
   correlations?: Array<Record<string, unknown>>;
@@ -532,13 +534,28 @@ function target(d: ExampleDatasource): LinkTarget {
 }
 
 describe('provisioning/examples', () => {
-  it('has the Tempo, ClickHouse plugin, correlations and exporter table examples, each a datasource file', () => {
-    expect(EXAMPLE_FILES).toEqual(['clickhouse.yaml', 'correlations.yaml', 'otel-exporter.yaml', 'tempo.yaml']);
+  it('has the Tempo, ClickHouse plugin, correlations, exporter table and Pyroscope API examples, each a datasource file', () => {
+    expect(EXAMPLE_FILES).toEqual([
+      'clickhouse.yaml',
+      'correlations.yaml',
+      'otel-exporter.yaml',
+      'pyroscope-api.yaml',
+      'tempo.yaml',
+    ]);
     for (const e of examples) {
       expect([e.file, e.parsed.apiVersion]).toEqual([e.file, 1]);
       expect(e.parsed.datasources.length).toBeGreaterThan(0);
     }
     expect(goQueryTypes).toEqual(expect.arrayContaining(['profile', 'traces', 'spans']));
+  });
+
+  it("points Grafana's own Pyroscope datasource at the API's default address, and a Tempo's trace to profiles at it", () => {
+    const pyroscope = exampleDatasources.filter((d) => d.type === 'grafana-pyroscope-datasource');
+    expect(pyroscope.map((d) => [d.uid, d.url])).toEqual([['flamehouse-pyroscope', 'http://127.0.0.1:4040']]);
+    const tempo = byUid('tempo-pyroscope-api');
+    const toProfiles = (tempo?.jsonData?.tracesToProfiles ?? {}) as { datasourceUid?: string; profileTypeId?: string };
+    expect(toProfiles.datasourceUid).toBe('flamehouse-pyroscope');
+    expect(toProfiles.profileTypeId).toBe(DEFAULTS.profileType);
   });
 
   it('loads next to datasources.yml: every uid and name is unique', () => {

@@ -40,14 +40,14 @@ var layers = [][]string{
 		"pkg/symbols/debuginfod", "pkg/ingest/receiver", "pkg/query", "pkg/selfprofile", "internal/otelcoltest",
 	},
 	// The ingest service and the Grafana datasource.
-	{"pkg/ingest", "pkg/plugin", "internal/e2edata"},
+	{"pkg/ingest", "pkg/plugin", "pkg/pyroscopeapi", "internal/e2edata"},
 	// `flamehouse run` and its commands.
 	{"pkg/service"},
 	// Programs.
 	{"cmd/flamehouse", "pkg"},
 	// Integration tests of their own, which run the programs and their
 	// peers from outside.
-	{"internal/integration/ebpfagent"},
+	{"internal/integration/ebpfagent", "internal/integration/pyroscopeapi"},
 }
 
 type goPackage struct {

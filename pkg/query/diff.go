@@ -116,10 +116,10 @@ func addMerged(tree *flame.DiffTree, names *flame.Names, sides [2]side, scale fl
 }
 
 // diffScale is the factor of the left side's values: the right range's
-// length over the left's.
+// length over the left's (1 when the request keeps them unscaled).
 func diffScale(r *Request) float64 {
 	left, right := r.Left.rangeTo.Sub(r.Left.rangeFrom), r.rangeTo.Sub(r.rangeFrom)
-	if left <= 0 || left == right {
+	if left <= 0 || left == right || r.DiffUnscaled {
 		return 1
 	}
 	return float64(right) / float64(left)

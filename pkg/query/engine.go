@@ -199,6 +199,30 @@ func (e *Engine) prepareTraces(ctx context.Context, r *Request) (*tracesTables, 
 	return traces, nil
 }
 
+// SeriesPoints answers a metrics request as numbers instead of frames: the
+// same read and the same top Limit groups as the metrics frames, each
+// group's points as amounts per step (see SeriesGroup), for callers that
+// render time series themselves (the Pyroscope-compatible API).
+func (e *Engine) SeriesPoints(ctx context.Context, r *Request) ([]SeriesGroup, error) {
+	if r.Type != TypeMetrics || r.Ratio {
+		return nil, fmt.Errorf("%w: series points answer metrics queries without ratio, not queryType %q", ErrInvalidQuery, r.Type)
+	}
+	if err := e.checkFilters(r); err != nil {
+		return nil, err
+	}
+	if err := e.scopeSeries(ctx, r); err != nil {
+		return nil, err
+	}
+	if _, err := e.prepareTraces(ctx, r); err != nil {
+		return nil, err
+	}
+	acc := newSeriesAccumulator(r)
+	if err := e.layout().series(ctx, r, acc); err != nil {
+		return nil, err
+	}
+	return acc.points(), nil
+}
+
 // flamehouseLayout reads Flamehouse's tables: sums per stack id from the
 // samples table or its rollups, then stacks and frames by id (cached).
 type flamehouseLayout struct {

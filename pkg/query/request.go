@@ -214,6 +214,9 @@ type Request struct {
 	// Alert is set for queries of Grafana's alert evaluation, which reads
 	// numbers only: time series, or one number per row.
 	Alert bool
+	// DiffUnscaled keeps a diff's baseline values as they are (see
+	// Options.DiffUnscaled).
+	DiffUnscaled bool
 
 	// rangeFrom and rangeTo are the time range as sent, before padding:
 	// the range of the links the frames carry.
@@ -263,6 +266,9 @@ type Options struct {
 	MinStep time.Duration
 	// Alert marks queries of Grafana's alert evaluation (Request.Alert).
 	Alert bool
+	// DiffUnscaled compares a diff's sides as they are: the baseline is not
+	// scaled to the comparison's range length (Pyroscope's diff).
+	DiffUnscaled bool
 	// Now is the time relative times (now-1h) are read at; nil: the clock.
 	Now func() time.Time
 }
@@ -281,7 +287,7 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	if err := json.Unmarshal(raw, &q); err != nil {
 		return nil, fmt.Errorf("the query is not valid JSON: %w", err)
 	}
-	r := &Request{From: from, To: to, Padding: opts.SpanPadding, rangeFrom: from, rangeTo: to, Alert: opts.Alert}
+	r := &Request{From: from, To: to, Padding: opts.SpanPadding, rangeFrom: from, rangeTo: to, Alert: opts.Alert, DiffUnscaled: opts.DiffUnscaled}
 	var errs []error
 	add := func(err error) {
 		if err != nil {

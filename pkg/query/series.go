@@ -70,10 +70,9 @@ func (*seriesAccumulator) ratios(g *groupSeries, totals map[int64]float64) (time
 	return times, values
 }
 
-// frames renders the top Limit groups by total, each as a time series
-// frame (rates, or amounts for a gauge profile type) whose value field
-// links to the group's flame graph.
-func (a *seriesAccumulator) frames(target linkTarget) data.Frames {
+// top is the Limit groups with the largest totals, largest first (ties by
+// labels).
+func (a *seriesAccumulator) top() []*groupSeries {
 	groups := slices.Clone(a.order)
 	slices.SortStableFunc(groups, func(x, y *groupSeries) int {
 		switch {
@@ -87,6 +86,50 @@ func (a *seriesAccumulator) frames(target linkTarget) data.Frames {
 	if len(groups) > a.r.Limit {
 		groups = groups[:a.r.Limit]
 	}
+	return groups
+}
+
+// SeriesGroup is one group of a time-series answer as numbers.
+type SeriesGroup struct {
+	// Labels are the group's values of the request's GroupBy labels, in
+	// its order, named as selectors spell them ("" for an absent label).
+	Labels []LabelValue
+	// Times are the buckets' starts, Values their values: a bucket's sum
+	// in the profile type's unit (the amount over the step; the frames
+	// divide it by the step to show rates), or for a gauge profile type
+	// the amount the frames show (each series' average over its snapshots
+	// in the bucket, added up over the series).
+	Times  []time.Time
+	Values []float64
+}
+
+// LabelValue is a label and its value.
+type LabelValue struct {
+	Name, Value string
+}
+
+// points renders the top Limit groups as numbers (see SeriesGroup).
+func (a *seriesAccumulator) points() []SeriesGroup {
+	groups := a.top()
+	out := make([]SeriesGroup, 0, len(groups))
+	for _, g := range groups {
+		sg := SeriesGroup{Labels: make([]LabelValue, len(g.groups)), Times: make([]time.Time, len(g.times)), Values: slices.Clone(g.values)}
+		for i, v := range g.groups {
+			sg.Labels[i] = LabelValue{Name: labelName(a.r.GroupBy[i]), Value: v}
+		}
+		for i, t := range g.times {
+			sg.Times[i] = time.Unix(t, 0).UTC()
+		}
+		out = append(out, sg)
+	}
+	return out
+}
+
+// frames renders the top Limit groups by total, each as a time series
+// frame (rates, or amounts for a gauge profile type) whose value field
+// links to the group's flame graph.
+func (a *seriesAccumulator) frames(target linkTarget) data.Frames {
+	groups := a.top()
 	unit, scale := seriesUnit(a.r.ProfileType)
 	perSecond := 1.0 // a gauge's amount
 	if !a.r.ProfileType.Gauge() {

@@ -34,7 +34,7 @@ func TestRunCommandServesTheSchema(t *testing.T) {
 		done <- runCommand(ctx, []string{
 			"-embedded.data-dir", dataDir, "-embedded.listen-address", "127.0.0.1:0", "-log.level", "warn",
 			"-ingest.grpc-listen-address", "127.0.0.1:0", "-ingest.http-listen-address", "127.0.0.1:0",
-			"-selfprofile.interval", "1s",
+			"-pyroscope-api.listen-address", "127.0.0.1:0", "-selfprofile.interval", "1s",
 		}, pw)
 		_ = pw.Close()
 	}()

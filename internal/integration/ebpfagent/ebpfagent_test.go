@@ -75,6 +75,7 @@ func TestEBPFProfilerEndToEnd(t *testing.T) {
 	cfg := service.DefaultConfig()
 	cfg.Embedded.DataDir, cfg.Embedded.ListenAddress = t.TempDir(), "127.0.0.1:0"
 	cfg.Ingest.Receiver.GRPCListenAddress, cfg.Ingest.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.PyroscopeAPI.ListenAddress = "127.0.0.1:0"
 	cfg.SelfProfile.Enabled = false
 	svc, err := service.Start(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), service.Everything)
 	require.NoError(t, err)

@@ -193,16 +193,25 @@ func selfProfilePayloads(t *testing.T) [][]byte {
 	defer srv.Close()
 	cfg := selfprofile.DefaultConfig()
 	cfg.Interval, cfg.Traces = time.Second, false
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		selfprofile.New(cfg, srv.URL, "", slog.New(slog.DiscardHandler)).Run(ctx)
 	}()
-	for ctx.Err() == nil { // keep a CPU busy, so that the CPU window has samples
+	// Until the first heap and CPU profiles are posted (one CPU window of a
+	// second, later on a loaded machine), with a CPU kept busy so that the
+	// window has samples.
+	received := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(bodies)
+	}
+	for deadline := time.Now().Add(time.Minute); received() < 2 && time.Now().Before(deadline); {
 		_ = bytes.Repeat([]byte("x"), 1<<16)
 	}
+	cancel()
 	<-done
 	mu.Lock()
 	defer mu.Unlock()
