@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,7 +129,7 @@ func TestProfilesListsAndOpensSingleProfiles(t *testing.T) {
 		require.Equal(t, "flamehouse-process_cpu-checkout-"+ts.UTC().Format("20060102T150405Z")+".pb.gz", field(t, list, "pprof").At(i))
 	}
 
-	links := append(field(t, list, "time").Config.Links, field(t, list, "pprof").Config.Links...)
+	links := slices.Concat(field(t, list, "time").Config.Links, field(t, list, "pprof").Config.Links)
 	require.Len(t, links, 2)
 	require.Equal(t, query.LinkProfileFlameGraph, links[0].Title)
 	require.Equal(t, query.LinkProfilePprof, links[1].Title)

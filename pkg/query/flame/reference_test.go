@@ -57,8 +57,8 @@ func (n *refNode) totals(out []int64) []int64 {
 }
 
 // rows renders the reference tree: children below cut fold into "other".
-func (n *refNode) rows(level, cut int64, out []row) []row {
-	return n.rowsFocused(level, cut, cut, nil, false, out)
+func (n *refNode) rows(cut int64) []row {
+	return n.rowsFocused(0, cut, cut, nil, false, nil)
 }
 
 // smallestCut is the smallest threshold whose reference rendering has at
@@ -69,7 +69,7 @@ func (n *refNode) smallestCut(limit int) int64 {
 	}
 	cuts := append(slices.Compact(slices.Sorted(slices.Values(n.totals(nil)))), math.MaxInt64)
 	for _, cut := range cuts {
-		if len(n.rows(0, cut, nil)) <= limit {
+		if len(n.rows(cut)) <= limit {
 			return cut
 		}
 	}
@@ -110,7 +110,7 @@ func TestAgainstReference(t *testing.T) {
 			if limit == 1 {
 				limit = 2 // the smallest bound Frame honours
 			}
-			want := ref.rows(0, ref.smallestCut(limit), nil)
+			want := ref.rows(ref.smallestCut(limit))
 			require.Equal(t, want, rows(t, tree.Frame(maxNodes, "")), "seed %d maxNodes %d", seed, maxNodes)
 		}
 	}
@@ -125,7 +125,7 @@ func TestAgainstReferenceLarge(t *testing.T) {
 		tree := buildTree(samples)
 		require.Equal(t, ref.count(), tree.Nodes())
 		for _, limit := range []int{0, 2, 10, 50, 200, 1000} {
-			want := ref.rows(0, ref.smallestCut(limit), nil)
+			want := ref.rows(ref.smallestCut(limit))
 			require.Equal(t, want, rows(t, tree.Frame(limit, "")), "seed %d limit %d", seed, limit)
 		}
 	}
@@ -165,7 +165,7 @@ func TestNegativeValues(t *testing.T) {
 		tree := buildTree(samples)
 		for limit := 2; limit < ref.count(); limit++ {
 			got := rows(t, tree.Frame(limit, ""))
-			require.Equal(t, ref.rows(0, tree.threshold(limit), nil), got, "seed %d limit %d", seed, limit)
+			require.Equal(t, ref.rows(tree.threshold(limit)), got, "seed %d limit %d", seed, limit)
 			require.LessOrEqual(t, len(got), limit)
 			requireConsistent(t, got, tree.Total())
 		}
