@@ -44,7 +44,19 @@ type BeyondQuery = Omit<Query, 'queryType'> & {
 function pprofTop(file: string): { flat: Map<string, number>; cum: Map<string, number>; total: number } {
   const out = execFileSync(
     'go',
-    ['tool', 'pprof', '-top', '-nodecount=100000', '-nodefraction=0', '-edgefraction=0', '-unit=ns', file],
+    // -symbolize=none: the file is symbolized; and pprof would otherwise shorten names it takes for C++ (Go's generic
+    // instances, with [...]) by dropping what is in parentheses, which the table shows as recorded.
+    [
+      'tool',
+      'pprof',
+      '-top',
+      '-symbolize=none',
+      '-nodecount=100000',
+      '-nodefraction=0',
+      '-edgefraction=0',
+      '-unit=ns',
+      file,
+    ],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }
   );
   const flat = new Map<string, number>();
@@ -191,7 +203,7 @@ test('Open "other" in place: the opened subtree shows in full, the rest as it wa
   const picker = page.getByTestId(selectors.query.focusPicker);
   await picker.click();
   await expect(page.getByRole('option').first(), 'the last answer\'s "other" rows').toContainText('other under ');
-  await picker.fill(parent.split(';').at(-1)!);
+  await picker.locator('input').fill(parent.split(';').at(-1)!);
   const escaped = shown.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   await page
     .getByRole('option', { name: new RegExp(`^other under ${escaped}(?! ›)`) })
