@@ -269,9 +269,17 @@ test('List profiles and open one: its flame graph and pprof file hold that profi
   await expect(page.getByText('Type: Profiles')).toBeVisible();
   await screenshot(page, 'explore-profiles');
 
-  // The newest profile's file.
+  // The newest profile's file. The link opens the pprof resource in a new tab, which saves it (or shows the error).
+  const answered = page
+    .context()
+    .waitForEvent(
+      'response',
+      (resp) => new URL(resp.url()).pathname === `/api/datasources/uid/${ds.uid}/resources/pprof`
+    );
   const download = page.waitForEvent('download');
   await explorePage.tablePanel.locator.locator('a[title="Download pprof"]').first().click();
+  const resp = await answered;
+  expect(resp.status(), `the profile's pprof link: ${resp.ok() ? '' : await resp.text()}`).toBe(200);
   const file = await download;
   const path = testInfo.outputPath('profile.pb.gz');
   await file.saveAs(path);

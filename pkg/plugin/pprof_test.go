@@ -63,15 +63,7 @@ func TestPprofExportMatchesPprofTop(t *testing.T) {
 	require.NoError(t, os.WriteFile(exported, resp.Body, 0o600))
 
 	gotFlat, gotCum := pproftest.Top(t, exported)
-	table := requireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="pprof-export"}`}, from, to))[0]
-	tableSelf, tableTotal := map[string]int64{}, map[string]int64{}
-	for i := range table.Rows() {
-		label, _ := table.Fields[0].ConcreteAt(i)
-		s, _ := table.Fields[1].ConcreteAt(i)
-		tot, _ := table.Fields[2].ConcreteAt(i)
-		tableSelf[label.(string)] = s.(int64)    //nolint:forcetypeassert // typed fields
-		tableTotal[label.(string)] = tot.(int64) //nolint:forcetypeassert // as above
-	}
+	tableSelf, tableTotal := tableTop(requireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="pprof-export"}`}, from, to))[0])
 	require.Equal(t, tableSelf, gotFlat, "pprof -top flat of the export equals the table's self")
 	require.Equal(t, tableTotal, gotCum, "pprof -top cum of the export equals the table's total")
 	require.Equal(t, wantFlat, gotFlat, "and the original profile's flat")

@@ -385,15 +385,7 @@ func TestTopTableMatchesPprofTop(t *testing.T) {
 
 	at := time.Unix(0, prof.TimeNanos)
 	q := map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="pprof-oracle"}`}
-	table := requireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Minute)))[0]
-	gotFlat, gotCum := map[string]int64{}, map[string]int64{}
-	for i := range table.Rows() {
-		label, _ := table.Fields[0].ConcreteAt(i)
-		s, _ := table.Fields[1].ConcreteAt(i)
-		tot, _ := table.Fields[2].ConcreteAt(i)
-		gotFlat[label.(string)] = s.(int64)  //nolint:forcetypeassert // typed fields
-		gotCum[label.(string)] = tot.(int64) //nolint:forcetypeassert // as above
-	}
+	gotFlat, gotCum := tableTop(requireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Minute)))[0])
 	require.Equal(t, wantFlat, gotFlat, "self per function equals pprof -top flat")
 	require.Equal(t, wantCum, gotCum, "total per function equals pprof -top cum")
 
@@ -406,6 +398,20 @@ func TestTopTableMatchesPprofTop(t *testing.T) {
 		sum += v
 	}
 	require.Equal(t, sum, rows[0].value, "the truncated flame graph's root is the profile's total")
+}
+
+// tableTop is a table answer's self and total per function, as pprof -top
+// lists flat and cum.
+func tableTop(table *data.Frame) (self, total map[string]int64) {
+	self, total = map[string]int64{}, map[string]int64{}
+	for i := range table.Rows() {
+		label, _ := table.Fields[0].ConcreteAt(i)
+		s, _ := table.Fields[1].ConcreteAt(i)
+		tot, _ := table.Fields[2].ConcreteAt(i)
+		self[label.(string)] = s.(int64)    //nolint:forcetypeassert // typed fields
+		total[label.(string)] = tot.(int64) //nolint:forcetypeassert // as above
+	}
+	return self, total
 }
 
 func TestSpanSelectorAndTraceID(t *testing.T) {
