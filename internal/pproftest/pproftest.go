@@ -80,12 +80,14 @@ func Record(tb testing.TB, dir string) Recorded {
 }
 
 // Top runs `go tool pprof -top` on a profile and returns flat and
-// cumulative nanoseconds per function (every function pprof lists).
+// cumulative nanoseconds per function (every function pprof lists), names
+// as recorded (-symbolize=none: pprof would drop the parenthesized parts
+// of names it takes for C++, which includes Go's generic instances).
 func Top(tb testing.TB, path string) (flat, cum map[string]int64) {
 	tb.Helper()
 	goBin, err := exec.LookPath("go")
 	require.NoError(tb, err, "the go tool is needed to compare with pprof -top")
-	out, err := exec.CommandContext(tb.Context(), goBin, "tool", "pprof", "-top", "-nodecount=100000", "-nodefraction=0", "-edgefraction=0", "-unit=ns", path).CombinedOutput() //nolint:gosec // G204: fixed arguments and a test file
+	out, err := exec.CommandContext(tb.Context(), goBin, "tool", "pprof", "-top", "-symbolize=none", "-nodecount=100000", "-nodefraction=0", "-edgefraction=0", "-unit=ns", path).CombinedOutput() //nolint:gosec // G204: fixed arguments and a test file
 	require.NoError(tb, err, string(out))
 	flat, cum = map[string]int64{}, map[string]int64{}
 	parse := func(s string) int64 {
