@@ -99,19 +99,27 @@ func waitForMutations(t *testing.T, conn clickhouse.Conn, db string) {
 	}, 2*time.Minute, 100*time.Millisecond)
 }
 
+// atVersion is a fresh database migrated to a schema version, and its
+// migrator, for an upgrade from there.
+func atVersion(t *testing.T, version int) (clickhouse.Conn, schema.Config, *schema.Migrator) {
+	t.Helper()
+	conn := chtest.Get(t).Open(t)
+	cfg := freshConfig(t, conn)
+	m, err := schema.NewMigrator(cfg, conn)
+	require.NoError(t, err)
+	_, err = m.MigrateTo(context.Background(), version)
+	require.NoError(t, err)
+	return conn, cfg, m
+}
+
 // TestUpgradeToVersion4 fills a database of schema version 3 as that
 // version's writer did, upgrades it to version 4 in place and checks that
 // every row, rollup, stack and label filter answers as before — after the
 // mutations and after the parts are merged — and that version 4 rows go
 // in beside the old ones.
 func TestUpgradeToVersion4(t *testing.T) {
-	conn := chtest.Get(t).Open(t)
+	conn, cfg, m := atVersion(t, 3)
 	ctx := context.Background()
-	cfg := freshConfig(t, conn)
-	m, err := schema.NewMigrator(cfg, conn)
-	require.NoError(t, err)
-	_, err = m.MigrateTo(ctx, 3)
-	require.NoError(t, err)
 	base := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
 	fillVersion3(t, conn, cfg, base)
 	before := snapshot(t, conn, cfg)
@@ -170,13 +178,8 @@ func TestUpgradeToVersion4(t *testing.T) {
 // place: the profiles table is added, the samples and rollups answer as
 // before, and a profile row goes in and reads back.
 func TestUpgradeToVersion5(t *testing.T) {
-	conn := chtest.Get(t).Open(t)
+	conn, cfg, m := atVersion(t, 4)
 	ctx := context.Background()
-	cfg := freshConfig(t, conn)
-	m, err := schema.NewMigrator(cfg, conn)
-	require.NoError(t, err)
-	_, err = m.MigrateTo(ctx, 4)
-	require.NoError(t, err)
 	base := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
 	require.NoError(t, conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value,
 		TraceId, SpanId, SampleAttributes)
