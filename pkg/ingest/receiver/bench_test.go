@@ -175,19 +175,10 @@ func (h *heapPeak) report(b *testing.B, requests, inFlight, payload int) {
 	}
 }
 
-// wCluster is the W-cluster workload: 100 nodes of 32 vCPU at 40% busy,
-// each node's profiler sending a 5 s report of about 1,280 events from 40
-// processes every 5 s (25.6k samples/s in all), stacks drawn from a
-// 5k-stack pool over 8k call sites.
-func wCluster() profilegen.Config {
-	cfg := profilegen.DefaultConfig()
-	cfg.Pods, cfg.SamplesPerSecond, cfg.Stacks, cfg.Locations, cfg.Functions = 4000, 25_600, 5_000, 8_000, 3_000
-	return cfg
-}
-
+// The W-cluster workload (profilegen.WCluster).
 const (
-	clusterNodes = 100
-	podsPerNode  = 40
+	clusterNodes = profilegen.WClusterNodes
+	podsPerNode  = profilegen.WClusterPodsPerNode
 )
 
 // clusterReports marshals the node reports of n intervals (generated once
@@ -200,7 +191,7 @@ func clusterReports(b *testing.B, n int) (bodies [][]byte, eventsPerReport, byte
 	if c, ok := reportsCache[n]; ok {
 		return c.bodies, c.events, c.bytes
 	}
-	cfg := wCluster()
+	cfg := profilegen.WCluster()
 	g := profilegen.New(cfg)
 	start := time.Now().UTC().Add(-time.Hour).Truncate(time.Minute)
 	total := 0
@@ -316,7 +307,7 @@ func benchLatency(b *testing.B) {
 	warmUp(b, s, bodies[:clusterNodes])
 	var lat latencies
 	var wg sync.WaitGroup
-	tick := time.NewTicker(wCluster().ReportInterval / clusterNodes)
+	tick := time.NewTicker(profilegen.WCluster().ReportInterval / clusterNodes)
 	defer tick.Stop()
 	b.ResetTimer()
 	for i := range b.N {
