@@ -33,7 +33,7 @@ func BenchmarkDensity(b *testing.B) {
 		l := w.generate(b)
 		s := newOursSide(b)
 		s.load(b, l, w.senders)
-		s.measureDisk(b)
+		s.measureDisk(b, w)
 		fmt.Print(densityReport(b, w, l, s))
 		if os.Getenv("FLAMEHOUSE_DENSITY_LAYOUTS") != "" {
 			fmt.Print(candidateLayouts(b, s, l.events))
@@ -61,7 +61,7 @@ func densityReport(b *testing.B, w *peerWorkload, l *peerLoad, s *peerSide) stri
 		fmt.Fprintf(&sb, "%-36s %12d %12d %10.3f\n", d.table, d.rows, d.bytes, perEvent(d.bytes))
 	}
 	fmt.Fprintf(&sb, "%-36s %12s %12d %10.3f\n", "all tables", "", s.diskBytes(), perEvent(s.diskBytes()))
-	fmt.Fprint(&sb, informationFloor(b, s, perEvent))
+	fmt.Fprint(&sb, informationFloor(b, s, l.events))
 	parts := []struct{ kind, sql string }{
 		{"column", "SELECT table, name, toInt64(data_compressed_bytes) FROM system.columns WHERE database = ? AND data_compressed_bytes > 0"},
 		{"index", "SELECT table, name, toInt64(data_compressed_bytes) FROM system.data_skipping_indices WHERE database = ? AND data_compressed_bytes > 0"},
@@ -83,6 +83,14 @@ func densityReport(b *testing.B, w *peerWorkload, l *peerLoad, s *peerSide) stri
 	return sb.String()
 }
 
+// peerFloor is the information floor of a side's raw samples table.
+type peerFloor struct {
+	bits   float64 // joint entropy of a row's sample attributes and series
+	attrs  int64   // bytes the attributes and series need at least
+	links  int64   // bytes of the random trace links
+	events int64
+}
+
 // informationFloor estimates the least the raw samples table can take
 // while keeping what a user can filter on: per row, the joint entropy of
 // its sample attributes and series (the generator draws thread, CPU and
@@ -91,18 +99,26 @@ func densityReport(b *testing.B, w *peerWorkload, l *peerLoad, s *peerSide) stri
 // higher; rows are sorted by minute, stack and second, which orders
 // almost nothing among equal keys, so a compressor cannot save the
 // entropy of the order.
-func informationFloor(b *testing.B, s *peerSide, perEvent func(int64) float64) string {
+func informationFloor(b *testing.B, s *peerSide, events int64) peerFloor {
 	b.Helper()
 	var rows, links uint64
-	var bits float64
+	f := peerFloor{events: events}
 	require.NoError(b, s.conn.QueryRow(context.Background(),
 		"SELECT count(), entropy(cityHash64(SampleAttributes, SeriesId)), countIf(TraceId != '') FROM "+s.db+".otel_profile_samples").
-		Scan(&rows, &bits, &links))
-	attrs := int64(float64(rows) * bits / 8)
-	link := int64(links) * 24 //nolint:gosec // G115: row counts fit
+		Scan(&rows, &f.bits, &links))
+	f.attrs = int64(float64(rows) * f.bits / 8)
+	f.links = int64(links) * 24 //nolint:gosec // G115: row counts fit
+	return f
+}
+
+// perEvent is the floor in bytes per event.
+func (f peerFloor) perEvent() float64 { return float64(f.attrs+f.links) / float64(f.events) }
+
+func (f peerFloor) String() string {
+	perEvent := func(n int64) float64 { return float64(n) / float64(f.events) }
 	return fmt.Sprintf("information floor of otel_profile_samples: attributes and series %.2f bits/row = %.3f B/event, "+
 		"trace links %.3f B/event, together %.3f B/event (timestamps, stacks and values not counted)\n",
-		bits, perEvent(attrs), perEvent(link), perEvent(attrs+link))
+		f.bits, perEvent(f.attrs), perEvent(f.links), f.perEvent())
 }
 
 // candidateLayouts copies the samples table and the four rollups, merged,

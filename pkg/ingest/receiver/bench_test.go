@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/flamehouse/flamehouse/internal/benchmem"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 )
@@ -129,33 +130,21 @@ func (l *latencies) report(b *testing.B) {
 	}
 }
 
-// heapPeak samples the heap in use while requests are in flight.
+// heapPeak samples the heap in use while requests are in flight, and
+// counts what they allocate.
 type heapPeak struct {
 	before runtime.MemStats
-	peak   atomic.Uint64
-	stop   chan struct{}
-	done   chan struct{}
+	peak   *benchmem.Peak
 }
 
-func startHeapPeak() *heapPeak {
-	h := &heapPeak{stop: make(chan struct{}), done: make(chan struct{})}
+func startHeapPeak(b *testing.B) *heapPeak {
+	b.Helper()
+	h := &heapPeak{}
 	runtime.GC()
 	runtime.ReadMemStats(&h.before)
-	go func() {
-		defer close(h.done)
-		var m runtime.MemStats
-		for {
-			select {
-			case <-h.stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-				runtime.ReadMemStats(&m)
-				if m.HeapInuse > h.peak.Load() {
-					h.peak.Store(m.HeapInuse)
-				}
-			}
-		}
-	}()
+	var err error
+	h.peak, err = benchmem.Start(benchmem.GoHeapInuse, 20*time.Millisecond)
+	require.NoError(b, err)
 	return h
 }
 
@@ -163,15 +152,15 @@ func startHeapPeak() *heapPeak {
 // payload byte of the requests in flight at once.
 func (h *heapPeak) report(b *testing.B, requests, inFlight, payload int) {
 	b.Helper()
-	close(h.stop)
-	<-h.done
+	growth, err := h.peak.Stop()
+	require.NoError(b, err)
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	if requests > 0 {
 		b.ReportMetric(float64(after.TotalAlloc-h.before.TotalAlloc)/float64(requests)/float64(payload), "alloc/payload")
 	}
-	if peak := h.peak.Load(); peak > h.before.HeapInuse {
-		b.ReportMetric(float64(peak-h.before.HeapInuse)/float64(inFlight*payload), "peak-heap/payload")
+	if growth > 0 {
+		b.ReportMetric(float64(growth)/float64(inFlight*payload), "peak-heap/payload")
 	}
 }
 
@@ -183,7 +172,7 @@ const (
 
 // clusterReports marshals the node reports of n intervals (generated once
 // per process: the benchmark function runs more than once), kept outside
-// the Go heap (offHeap).
+// the Go heap (benchmem.OffHeap).
 func clusterReports(b *testing.B, n int) (bodies [][]byte, eventsPerReport, bytesPerReport int) {
 	b.Helper()
 	reportsMu.Lock()
@@ -203,7 +192,7 @@ func clusterReports(b *testing.B, n int) (bodies [][]byte, eventsPerReport, byte
 			total += len(body)
 		}
 	}
-	bodies, err := offHeap(bodies)
+	bodies, err := benchmem.OffHeap(bodies)
 	require.NoError(b, err)
 	reportsCache[n] = cachedReports{bodies, g.Events() / clusterNodes, total / len(bodies)}
 	return bodies, g.Events() / clusterNodes, total / len(bodies)
@@ -255,7 +244,7 @@ func benchThroughput(b *testing.B) {
 	s := newExporter(b, env.r)
 	warmUp(b, s, bodies) // every report the loop sends: its symbols are written before timing
 	var lat latencies
-	heap := startHeapPeak()
+	heap := startHeapPeak(b)
 	b.ResetTimer()
 	total := b.N * clusterNodes
 	var next atomic.Int64
