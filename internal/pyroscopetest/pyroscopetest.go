@@ -46,6 +46,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/flamehouse/flamehouse/internal/harness"
 )
 
 // Environment variables.
@@ -83,7 +85,7 @@ type Server struct {
 	Dir string
 
 	cmd      *exec.Cmd
-	logs     *lockedBuffer
+	logs     *harness.Output
 	exited   chan struct{}
 	waitErr  error
 	stopOnce sync.Once
@@ -179,7 +181,7 @@ func unpack(src string) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "pyroscope-"+sum)
-	unlock, err := lockDir(dir)
+	unlock, err := harness.LockDir(dir)
 	if err != nil {
 		return "", err
 	}
@@ -226,71 +228,44 @@ func cacheDir() (string, error) {
 	return dir, os.MkdirAll(dir, 0o750)
 }
 
-// lockDir takes an exclusive lock on dir/.lock (test binaries run in
-// parallel) and returns its release.
-func lockDir(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // G304: the cache's lock file
-	if err != nil {
-		return nil, err
-	}
-	fd := int(f.Fd()) //nolint:gosec // G115: a file descriptor fits an int
-	if err := syscall.Flock(fd, syscall.LOCK_EX); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
-	}
-	return func() {
-		_ = syscall.Flock(fd, syscall.LOCK_UN)
-		_ = f.Close()
-	}, nil
-}
-
 // Start runs Pyroscope and returns once it is ready; it is stopped when
 // the test ends.
 func Start(tb testing.TB, opts Options) *Server {
 	tb.Helper()
 	bin := Binary(tb)
-	s, err := Launch(bin, opts, tb.TempDir())
-	if err != nil {
-		tb.Fatalf("pyroscopetest: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			tb.Errorf("pyroscopetest: %v", err)
-		}
-	})
-	return s
+	return harness.Start(tb, "pyroscopetest", func(dir string) (*Server, error) { return Launch(bin, opts, dir) })
 }
 
 // Launch is Start outside a test: it runs bin with its data under dir.
 // The caller stops it.
 func Launch(bin string, opts Options, dir string) (*Server, error) {
-	var ports [4]int
+	var ports [4]string
 	for i := range ports {
-		p, err := freePort()
+		addr, err := harness.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
-		ports[i] = p
+		_, ports[i], _ = net.SplitHostPort(addr)
 	}
 	httpPort, grpcPort, memberlistPort, raftPort := ports[0], ports[1], ports[2], ports[3]
 	s := &Server{
-		HTTPAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
-		GRPCAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)),
-		Dir:      dir, logs: &lockedBuffer{}, exited: make(chan struct{}),
+		HTTPAddr: net.JoinHostPort("127.0.0.1", httpPort),
+		GRPCAddr: net.JoinHostPort("127.0.0.1", grpcPort),
+		Dir:      dir, logs: &harness.Output{}, exited: make(chan struct{}),
 	}
 	configFile := filepath.Join(dir, "pyroscope.yaml")
 	if err := os.WriteFile(configFile, []byte(compactionConfig), 0o600); err != nil {
 		return nil, err
 	}
-	raft := net.JoinHostPort("127.0.0.1", strconv.Itoa(raftPort))
+	raft := net.JoinHostPort("127.0.0.1", raftPort)
 	args := []string{
 		"-config.file", configFile, "-config.show_banner=false",
 		"-storage.backend", "filesystem", "-storage.filesystem.dir", filepath.Join(dir, "store"),
 		"-pyroscopedb.data-path", filepath.Join(dir, "data", "v1"),
 		"-compaction-worker.temp-dir", filepath.Join(dir, "compaction"), "-compaction-worker.job-poll-interval", "1s",
-		"-server.http-listen-address", "127.0.0.1", "-server.http-listen-port", strconv.Itoa(httpPort),
-		"-server.grpc-listen-address", "127.0.0.1", "-server.grpc-listen-port", strconv.Itoa(grpcPort),
-		"-memberlist.bind-addr", "127.0.0.1", "-memberlist.bind-port", strconv.Itoa(memberlistPort),
+		"-server.http-listen-address", "127.0.0.1", "-server.http-listen-port", httpPort,
+		"-server.grpc-listen-address", "127.0.0.1", "-server.grpc-listen-port", grpcPort,
+		"-memberlist.bind-addr", "127.0.0.1", "-memberlist.bind-port", memberlistPort,
 		"-memberlist.advertise-addr", "127.0.0.1",
 		"-metastore.address", s.GRPCAddr, "-query-backend.address", s.GRPCAddr,
 		"-metastore.data-dir", filepath.Join(dir, "data", "metastore"),
@@ -365,7 +340,7 @@ func (s *Server) awaitReady(timeout time.Duration) error {
 	for last := ""; last != "ready"; {
 		select {
 		case <-s.exited:
-			return fmt.Errorf("pyroscope exited before it was ready (%s); log:\n%s", exitStatus(s.waitErr), s.logs)
+			return fmt.Errorf("pyroscope exited before it was ready (%s); log:\n%s", harness.ExitStatus(s.waitErr), s.logs)
 		case <-time.After(200 * time.Millisecond):
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -388,7 +363,7 @@ func (s *Server) awaitReady(timeout time.Duration) error {
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("pyroscope exited (%s); log:\n%s", exitStatus(s.waitErr), s.logs)
+			return fmt.Errorf("pyroscope exited (%s); log:\n%s", harness.ExitStatus(s.waitErr), s.logs)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -420,7 +395,7 @@ func (s *Server) Stop() error {
 		}
 		select {
 		case <-s.exited:
-			s.stopErr = fmt.Errorf("pyroscope had exited on its own (%s); log tail:\n%s", exitStatus(s.waitErr), tail(s.logs.String(), 4000))
+			s.stopErr = fmt.Errorf("pyroscope had exited on its own (%s); log tail:\n%s", harness.ExitStatus(s.waitErr), s.logs.Tail(4000))
 			return
 		default:
 		}
@@ -584,52 +559,4 @@ func (s *Server) HeapInuse(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("read pyroscope's metrics: %w", err)
 	}
 	return 0, errors.New("pyroscope's metrics have no go_memstats_heap_inuse_bytes")
-}
-
-func freePort() (int, error) {
-	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a TCP listener
-	_ = ln.Close()
-	return port, nil
-}
-
-// exitStatus describes how the process exited.
-func exitStatus(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
-}
-
-// lockedBuffer collects the server's output for failure messages, keeping
-// its last 4 MiB.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > 8<<20 {
-		b.buf = append(b.buf[:0], b.buf[len(b.buf)-4<<20:]...)
-	}
-	return len(p), nil
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

@@ -59,7 +59,7 @@ func TestServerStoresCompactsAndAnswers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	export := otlpExporter(s)
-	require.NoError(t, export(OutgoingTenant(ctx, "a"), req), "log:\n%s", tail(s.Logs(), 4000))
+	require.NoError(t, export(OutgoingTenant(ctx, "a"), req), "log:\n%s", s.logs.Tail(4000))
 
 	root := func(tenant string) int64 {
 		maxNodes := int64(1024)
@@ -75,7 +75,7 @@ func TestServerStoresCompactsAndAnswers(t *testing.T) {
 
 	t0 = time.Now()
 	blocks, err := s.Compact(ctx, "a", `{service_name="checkout"}`, at.Add(-time.Minute), at.Add(time.Minute))
-	require.NoError(t, err, "log:\n%s", tail(s.Logs(), 4000))
+	require.NoError(t, err, "log:\n%s", s.logs.Tail(4000))
 	require.NotEmpty(t, blocks)
 	t.Logf("compacted in %s", time.Since(t0).Round(time.Millisecond))
 	for _, b := range blocks {
