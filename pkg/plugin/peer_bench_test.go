@@ -71,8 +71,9 @@ const (
 	// peerPod is the pod of the filtered queries (every phase has it).
 	peerPod = "checkout-003"
 	// peerCompactTimeout bounds the wait for Pyroscope's compaction of a
-	// phase's data.
-	peerCompactTimeout = 30 * time.Minute
+	// phase's data (the dense phase's 6M profiles take tens of minutes on
+	// 2 cores).
+	peerCompactTimeout = 2 * time.Hour
 )
 
 // BenchmarkPeer loads the same eBPF-shaped workloads four ways, over

@@ -57,6 +57,7 @@ func (r *peerReport) metrics(b *testing.B) {
 		b.ReportMetric(p.collector.throughput(p.load)/p.exporter.throughput(p.load), p.w.name+"-collector/exporter-events")
 		b.ReportMetric(p.collector.throughput(p.load)/p.ours.throughput(p.load), p.w.name+"-collector/flamehouse-events")
 		b.ReportMetric(p.ours.heapPerRequest(p.load, p.w.senders), p.w.name+"-flamehouse-peak-heap/request")
+		b.ReportMetric(float64(p.ours.heapGrowth)/float64(p.pyroscope.heapGrowth), p.w.name+"-flamehouse/pyroscope-peak-heap")
 		b.ReportMetric(events, p.w.name+"-events")
 		b.ReportMetric(float64(p.load.samples), p.w.name+"-exporter-rows")
 		for _, q := range p.w.queries() {
@@ -181,6 +182,7 @@ func (p *peerPhase) targets(sb *strings.Builder) {
 	target("bytes/event ÷ the exporter's (≤ 1)", perEvent(o)/perEvent(e), targetBytesVsExporter, true)
 	target("ingest events/s ÷ pyroscope's (≥ 2)", o.throughput(l)/y.throughput(l), targetEventsVsPyroscope, false)
 	target("ingest peak heap per request in flight ÷ its size (≤ 6)", o.heapPerRequest(l, w.senders), targetHeapPerRequest, true)
+	fmt.Fprintf(sb, "  %-62s %8.3f\n", "(for comparison) ingest peak heap growth ÷ pyroscope's", float64(o.heapGrowth)/float64(y.heapGrowth))
 	var slower []string
 	n := 0
 	for _, q := range w.queries() {
