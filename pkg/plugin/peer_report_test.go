@@ -179,6 +179,8 @@ func (p *peerPhase) targets(sb *strings.Builder) {
 	}
 	target("bytes/event ÷ pyroscope's (≤ 0.5)", perEvent(o)/perEvent(y), targetBytesVsPyroscope, true)
 	target(fmt.Sprintf("bytes/event ÷ information floor %.2f B/event (≤ 2)", p.floor.perEvent()), perEvent(o)/p.floor.perEvent(), targetBytesVsFloor, true)
+	fmt.Fprintf(sb, "  %-62s %8.3f\n", fmt.Sprintf("(proposed) its attribute, series and link columns %.2f B/event ÷ the floor", p.floor.columnsPerEvent()),
+		p.floor.columnsPerEvent()/p.floor.perEvent())
 	target("bytes/event ÷ the exporter's (≤ 1)", perEvent(o)/perEvent(e), targetBytesVsExporter, true)
 	target("ingest events/s ÷ pyroscope's (≥ 2)", o.throughput(l)/y.throughput(l), targetEventsVsPyroscope, false)
 	target("ingest peak heap per request in flight ÷ its size (≤ 6)", o.heapPerRequest(l, w.senders), targetHeapPerRequest, true)
