@@ -758,6 +758,7 @@ type peerQuery struct {
 	name, kind string
 	from       time.Time
 	pod        bool // filtered by the pod label
+	limit      int  // a table's rows (0: the datasource's default)
 }
 
 // allName names the whole range ("whole-24h" by default).
@@ -841,8 +842,8 @@ func peerQueryJSON(q peerQuery) map[string]any {
 		selector = `{service_name="checkout", k8s_pod_name="` + peerPod + `"}`
 	}
 	js := map[string]any{"queryType": q.kind, "profileTypeId": cpuType, "labelSelector": selector, "maxNodes": peerMaxNodes}
-	if q.kind == query.TypeTable {
-		js["limit"] = peerTopFunctions
+	if q.limit > 0 {
+		js["limit"] = q.limit
 	}
 	return js
 }
@@ -868,7 +869,7 @@ func (s *peerSide) topFunctions(b *testing.B, from, to time.Time) []flame.Functi
 	if s.pyro != nil {
 		return s.pyroscopeTop(b, from, to)
 	}
-	r := s.f.query(b, peerQueryJSON(peerQuery{kind: query.TypeTable}), from, to)
+	r := s.f.query(b, peerQueryJSON(peerQuery{kind: query.TypeTable, limit: peerTopFunctions}), from, to)
 	require.NoError(b, r.Error, "%s top table", s.name)
 	fr := r.Frames[0]
 	fns := make([]flame.Function, fr.Rows())
