@@ -2,7 +2,8 @@
 # Installs what Flamehouse needs on a Debian machine that has Go and Node:
 # the npm packages (frontend toolchain and @chdb/lib-linux-x64-gnu, the
 # embedded ClickHouse engine), the Go modules and, as root, the native
-# toolchain and debuginfod server the symbol tests use. Safe to run repeatedly.
+# toolchain and debuginfod server the symbol tests use, and xz and Python 3.11
+# for the eBPF profiler test. Safe to run repeatedly.
 # With --browser (the test command) it also installs Debian's Chromium for
 # the browser specs when it is missing and this runs as root.
 set -euo pipefail
@@ -50,10 +51,16 @@ done
 if command -v dpkg-query >/dev/null 2>&1 && ! dpkg-query -W -f='${Status}' libc6-dbg 2>/dev/null | grep -q 'install ok installed'; then
   missing+=(libc6-dbg)
 fi
+# The eBPF profiler test (internal/integration/ebpfagent) unpacks the agent
+# with xz and profiles a Python workload with Debian's interpreter; the host
+# symbol source's test names frames of libpython3.11.so.1.0.
+command -v xz >/dev/null 2>&1 || missing+=(xz-utils)
+[ -x /usr/bin/python3.11 ] || missing+=(python3.11)
+[ -f /usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0 ] || missing+=(libpython3.11)
 if [ "${#missing[@]}" -gt 0 ]; then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "==> apt-get install ${missing[*]} (native toolchain, debuginfod and glibc's debug files for the symbol tests)"
+    echo "==> apt-get install ${missing[*]} (native toolchain, debuginfod, glibc's debug files, xz and Python for the symbol and eBPF profiler tests)"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   else

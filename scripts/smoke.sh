@@ -16,10 +16,12 @@ free_port() {
 port=${SMOKE_PORT:-$(free_port)}
 grpc_port=${SMOKE_GRPC_PORT:-$(free_port)}
 http_port=${SMOKE_HTTP_PORT:-$(free_port)}
+pyroscope_port=${SMOKE_PYROSCOPE_PORT:-$(free_port)}
 cleanup() { kill "$pid" 2>/dev/null || true; rm -rf "$data" "$log"; }
 
 ./scripts/run.sh -embedded.data-dir "$data" -embedded.listen-address "127.0.0.1:$port" \
-  -ingest.grpc-listen-address "127.0.0.1:$grpc_port" -ingest.http-listen-address "127.0.0.1:$http_port" >"$log" 2>&1 &
+  -ingest.grpc-listen-address "127.0.0.1:$grpc_port" -ingest.http-listen-address "127.0.0.1:$http_port" \
+  -pyroscope-api.listen-address "127.0.0.1:$pyroscope_port" >"$log" 2>&1 &
 pid=$!
 trap cleanup EXIT
 
@@ -55,6 +57,16 @@ while :; do
   sleep 2
 done
 echo "smoke: demo traces after ${waited}s: $linked spans in otel.otel_traces have CPU samples"
+
+# The Pyroscope-compatible query API (docs/pyroscope-api.md) lists the
+# demo's profile types, as Grafana's Pyroscope datasource asks for them.
+types=$(node -e 'fetch(process.argv[1], {method: "POST", headers: {"Content-Type": "application/json"}, body: "{}"})
+  .then(async r => { const t = await r.text(); if (!r.ok) throw new Error(t); process.stdout.write(t); })
+  .catch(e => { console.error(e.message); process.exit(1); })' "http://127.0.0.1:$pyroscope_port/querier.v1.QuerierService/ProfileTypes") ||
+  { cat "$log"; echo "smoke: the Pyroscope API did not answer" >&2; exit 1; }
+echo "$types" | grep -q '"process_cpu:cpu:nanoseconds:cpu:nanoseconds"' ||
+  { echo "$types"; echo "smoke: the Pyroscope API lists no CPU profile type" >&2; exit 1; }
+echo "smoke: the Pyroscope API on $pyroscope_port lists the demo's profile types"
 
 kill -INT "$pid"
 wait "$pid"

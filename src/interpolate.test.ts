@@ -18,6 +18,8 @@ beforeEach(() => {
     label: { value: 'thread_name' },
     trace: { value: '0123456789abcdef0123456789abcdef' },
     type: { value: 'memory:alloc_space:bytes:space:bytes' },
+    hidden: { value: ['kernel', 'native'], multi: true },
+    collapsed: { value: 'kernel' },
   });
 });
 
@@ -110,6 +112,13 @@ describe('interpolateQuery', () => {
   it('expands a multi-value group-by variable into labels, without repeats', () => {
     const q = interpolateQuery({ refId: 'A', groupBy: ['$labels', 'service_name', '$label'] }, {});
     expect(q.groupBy).toEqual(['service_name', 'k8s_pod_name', 'thread_name']);
+  });
+
+  it('expands frame kinds from variables; an unknown variable stays for the backend to report', () => {
+    const q = interpolateQuery({ refId: 'A', hideFrames: ['$hidden'], collapseFrames: ['$collapsed', '$none'] }, {});
+    expect(q.hideFrames).toEqual(['kernel', 'native']);
+    expect(q.collapseFrames).toEqual(['kernel', '$none']);
+    expect(interpolateQuery({ refId: 'A', collapseFrames: ['${collapsed}'] }, {}).collapseFrames).toEqual(['kernel']);
   });
 
   it('replaces the trace id and the profile type', () => {

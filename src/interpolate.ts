@@ -51,6 +51,12 @@ export function interpolateQuery(
   if (query.groupBy) {
     out.groupBy = interpolateList(query.groupBy, scopedVars, /\s*,\s*/);
   }
+  if (query.hideFrames) {
+    out.hideFrames = interpolateList(query.hideFrames, scopedVars, /[\s,]+/);
+  }
+  if (query.collapseFrames) {
+    out.collapseFrames = interpolateList(query.collapseFrames, scopedVars, /[\s,]+/);
+  }
   if (query.function) {
     out.function = replace(query.function).trim();
   }

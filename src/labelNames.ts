@@ -77,3 +77,35 @@ export function labelOption(label: string): SelectableValue<string> {
   const otel = otelName(label);
   return otel ? { label: otel, value: label, description: label } : { label, value: label };
 }
+
+/**
+ * Labels that say which process, thread, container, pod or host a sample is from: what the eBPF profiler sends
+ * (process.pid, process.executable.name, thread.name; container.id when there is one) and what the Collector's
+ * k8sattributes and resourcedetection processors add. Label lists show them first, in this order, when the data
+ * has them: a host profiled by the eBPF profiler has no service.name but these.
+ */
+export const IDENTITY_LABELS = [
+  'service_name',
+  'process_executable_name',
+  'process_pid',
+  'thread_name',
+  'container_id',
+  'k8s_pod_name',
+  'k8s_namespace_name',
+  'k8s_node_name',
+  'host_name',
+];
+
+/** Label names with the identity labels first, in their order; the others keep theirs (sorted by the backend). */
+export function identityFirst(names: readonly string[]): string[] {
+  const rank = (n: string) => {
+    const i = IDENTITY_LABELS.indexOf(n);
+    return i < 0 ? IDENTITY_LABELS.length : i;
+  };
+  return [...names].sort((a, b) => rank(a) - rank(b));
+}
+
+/** Label names as select options, the identity labels first. */
+export function labelOptions(names: readonly string[]): Array<SelectableValue<string>> {
+  return identityFirst(names).map(labelOption);
+}

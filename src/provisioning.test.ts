@@ -352,6 +352,50 @@ describe('provisioning/dashboards', () => {
   });
 });
 
+const hosts = JSON.parse(read('provisioning/dashboards/hosts.json')) as Dashboard & {
+  templating: { list: Array<{ name: string; type: string; query: unknown; current?: { value?: string } }> };
+};
+
+describe('provisioning/dashboards/hosts.json', () => {
+  it('queries the provisioned datasource with keys the backend reads', () => {
+    expect(hosts.uid).not.toBe(dashboard.uid);
+    for (const panel of hosts.panels) {
+      expect(panel.datasource.uid).toBe(ds.uid);
+      for (const t of panel.targets) {
+        expect(t.datasource).toEqual({ type: plugin.id, uid: ds.uid });
+        expect(checkAgainst(queryStruct, t, `${panel.title}: target`, GRAFANA_QUERY_KEYS)).toEqual([]);
+        expect(t.profileTypeId).toMatch(PROFILE_TYPE);
+        expect(t.labelSelector).toBe('{process_executable_name=~"$process"}');
+      }
+    }
+    expect(new Set(hosts.panels.map((p) => p.id)).size).toBe(hosts.panels.length);
+  });
+
+  it('picks a view by process without a selector: a process variable and a group-by variable of identity labels', () => {
+    const [process, groupBy] = hosts.templating.list;
+    expect(process).toMatchObject({
+      name: 'process',
+      type: 'query',
+      datasource: { type: plugin.id, uid: ds.uid },
+      query: { type: 'labelValues', label: 'process_executable_name' },
+      includeAll: true,
+      allValue: '.*',
+    });
+    expect(groupBy).toMatchObject({ name: 'groupby', type: 'custom', current: { value: 'process_executable_name' } });
+    const values = String(groupBy.query)
+      .split(',')
+      .map((o) => o.split(' : ')[1]);
+    expect(values).toEqual(
+      expect.arrayContaining(['process_executable_name', 'process_pid', 'thread_name', 'container_id'])
+    );
+    const byType = (type: string) => hosts.panels.filter((p) => p.type === type).map((p) => p.targets[0]);
+    expect(byType('timeseries')).toEqual([expect.objectContaining({ queryType: 'metrics', groupBy: ['$groupby'] })]);
+    expect(byType('flamegraph')).toEqual([expect.objectContaining({ queryType: 'profile', groupBy: ['$groupby'] })]);
+    expect(byType('table').map((t) => t.queryType)).toEqual(['table', 'executables']);
+    expect(byType('table')[0]).toMatchObject({ hideFrames: ['kernel'] });
+  });
+});
+
 interface AlertQuery {
   refId: string;
   datasourceUid: string;
@@ -422,6 +466,8 @@ describe('provisioning/alerting', () => {
 const goQueryTypes = [...read('pkg/query/request.go').matchAll(/^\s*Type\w+\s*=\s*"(\w+)"/gm)].map((m) => m[1]);
 
 interface ExampleDatasource extends Omit<ProvisionedDatasource, 'jsonData' | 'secureJsonData'> {
+  /** The URL of a datasource of another type (Grafana's Pyroscope datasource, Tempo). */
+  url?: string;
   jsonData?: Record<string, unknown>;
   secureJsonData?: Record<string, string | null>;
   correlations?: Array<Record<string, unknown>>;
@@ -460,13 +506,28 @@ function target(d: ExampleDatasource): LinkTarget {
 }
 
 describe('provisioning/examples', () => {
-  it('has the Tempo, ClickHouse plugin, correlations and exporter table examples, each a datasource file', () => {
-    expect(EXAMPLE_FILES).toEqual(['clickhouse.yaml', 'correlations.yaml', 'otel-exporter.yaml', 'tempo.yaml']);
+  it('has the Tempo, ClickHouse plugin, correlations, exporter table and Pyroscope API examples, each a datasource file', () => {
+    expect(EXAMPLE_FILES).toEqual([
+      'clickhouse.yaml',
+      'correlations.yaml',
+      'otel-exporter.yaml',
+      'pyroscope-api.yaml',
+      'tempo.yaml',
+    ]);
     for (const e of examples) {
       expect([e.file, e.parsed.apiVersion]).toEqual([e.file, 1]);
       expect(e.parsed.datasources.length).toBeGreaterThan(0);
     }
     expect(goQueryTypes).toEqual(expect.arrayContaining(['profile', 'traces', 'spans']));
+  });
+
+  it("points Grafana's own Pyroscope datasource at the API's default address, and a Tempo's trace to profiles at it", () => {
+    const pyroscope = exampleDatasources.filter((d) => d.type === 'grafana-pyroscope-datasource');
+    expect(pyroscope.map((d) => [d.uid, d.url])).toEqual([['flamehouse-pyroscope', 'http://127.0.0.1:4040']]);
+    const tempo = byUid('tempo-pyroscope-api');
+    const toProfiles = (tempo?.jsonData?.tracesToProfiles ?? {}) as { datasourceUid?: string; profileTypeId?: string };
+    expect(toProfiles.datasourceUid).toBe('flamehouse-pyroscope');
+    expect(toProfiles.profileTypeId).toBe(DEFAULTS.profileType);
   });
 
   it('loads next to datasources.yml: every uid and name is unique', () => {

@@ -88,6 +88,9 @@ export const selectors = {
     function: 'flamehouse-query-function',
     functionValue: 'flamehouse-query-function-value',
     ratio: 'flamehouse-query-ratio',
+    /** What flame graphs and tables do with kernel frames and the interpreter's native frames. */
+    kernelFrames: 'flamehouse-query-kernel-frames',
+    nativeFrames: 'flamehouse-query-native-frames',
     /** The executable filter: mapped file and build id. */
     mappingFile: 'flamehouse-query-mapping-file',
     buildId: 'flamehouse-query-build-id',

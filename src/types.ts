@@ -39,7 +39,7 @@ export interface ProfileQuery extends DataQuery {
   spanSelector?: string[];
   /** A trace id, 32 hex digits: only samples of that trace; the trace a traces query reads. */
   traceId?: string;
-  /** Labels that split time series (at most 8). */
+  /** Labels that split time series, and a flame graph's root into one node per group (at most 8). */
   groupBy?: string[];
   /** Time series: the top N groups; table: rows; spans: spans. */
   limit?: number;
@@ -59,7 +59,20 @@ export interface ProfileQuery extends DataQuery {
    */
   buildId?: string;
   mappingFile?: string;
+  /**
+   * Frame kinds flame graphs and tables drop (their samples go to the caller): `kernel`, `native` (the
+   * interpreter's native frames in stacks of Python, Java, Ruby, …). Variables may stand for kinds.
+   */
+  hideFrames?: string[];
+  /** Frame kinds whose runs of frames become one node each, `[kernel]` or `[native]`. */
+  collapseFrames?: string[];
 }
+
+/** The frame kinds flame graphs and tables mark, hide or collapse (pkg/query/framekinds.go). */
+export type FrameKind = 'kernel' | 'native';
+
+/** What a flame graph does with a frame kind: show its frames (marked), collapse each run, or hide them. */
+export type FrameMode = 'show' | 'collapse' | 'hide';
 
 /** The default query: a flame graph over every series. */
 export const DEFAULT_QUERY: Partial<ProfileQuery> = {

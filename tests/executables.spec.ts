@@ -62,8 +62,11 @@ test("the Executables view lists the demo's executables, and a row opens the fla
     'source',
     'lastSeen',
     'mappingFile',
+    'mappingFileFilter',
   ]);
   const files = column(frame, 'mappingFile').map(String);
+  const buildIds = column(frame, 'buildId').map(String);
+  expect(new Set(buildIds.filter(Boolean)).size, 'one row per build id').toBe(buildIds.filter(Boolean).length);
   const shares = column(frame, 'samples').map(Number);
   const sources = column(frame, 'source').map(String);
   const values = column(frame, 'value').map(Number);
@@ -89,13 +92,18 @@ test("the Executables view lists the demo's executables, and a row opens the fla
     'Symbolized',
     'Symbol source',
   ]);
+  await expect(explorePage.tablePanel.fieldNames).not.toContainText(['mappingFileFilter']);
   await expect(page.getByText('Type: Executables')).toBeVisible();
 
-  // The first row's executable opens the flame graph of the stacks through it, the row's file filled in.
-  const flame = queryResponseWhere(
-    page,
-    (q) => q.queryType === 'profile' && (q as { mappingFile?: string }).mappingFile === files[0]
-  );
+  // The first row's executable opens the flame graph of the stacks through it: its build id filled in (every name
+  // it was mapped under), or without one its file.
+  const flame = queryResponseWhere(page, (q) => {
+    const x = q as { mappingFile?: string; buildId?: string };
+    return (
+      q.queryType === 'profile' &&
+      (buildIds[0] ? x.buildId === buildIds[0] && !x.mappingFile : x.mappingFile === files[0])
+    );
+  });
   const link = explorePage.tablePanel.locator.locator('a[title="Flame graph of this executable"]').first();
   await expect(link).toBeVisible();
   await link.click();

@@ -1,4 +1,4 @@
-import type { Page, Response } from '@playwright/test';
+import type { Locator, Page, Response } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 
 /**
@@ -52,8 +52,15 @@ export function settledHour(): Range {
   return { from: String(to - 3_600_000), to: String(to) };
 }
 
+/** A query of another datasource's model (Tempo's TraceQL, say): its refId and its own keys. */
+export type ForeignQuery = { refId: string } & Record<string, unknown>;
+
 /** An Explore URL that runs the queries on the datasource, by default over the last hour. */
-export function exploreUrl(ds: DatasourceRef, queries: Query[], range: Range = { from: 'now-1h', to: 'now' }): string {
+export function exploreUrl(
+  ds: DatasourceRef,
+  queries: Array<Query | ForeignQuery>,
+  range: Range = { from: 'now-1h', to: 'now' }
+): string {
   const panes = {
     flamehouse: {
       datasource: ds.uid,
@@ -245,4 +252,41 @@ export function labelsOf(frame: FrameJSON): string[] {
   const field = frame.schema.fields[i] as { config?: { type?: { enum?: { text?: string[] } } } };
   const text = field.config?.type?.enum?.text;
   return values.map((v) => (text ? text[Number(v)] : String(v)));
+}
+
+/** The ClickHouse that scripts/e2e.sh started (FLAMEHOUSE_E2E_CLICKHOUSE), or undefined. */
+export const CLICKHOUSE = process.env.FLAMEHOUSE_E2E_CLICKHOUSE;
+
+/**
+ * Runs one SQL statement on the test's ClickHouse and returns its rows (TabSeparated, split into cells): the oracle
+ * of what a query through Grafana must answer.
+ */
+export async function clickhouseRows(sql: string): Promise<string[][]> {
+  if (!CLICKHOUSE) {
+    throw new Error('FLAMEHOUSE_E2E_CLICKHOUSE is not set: scripts/e2e.sh sets it to its ClickHouse');
+  }
+  const resp = await fetch(CLICKHOUSE, { method: 'POST', body: sql });
+  const text = await resp.text();
+  if (!resp.ok) {
+    throw new Error(`ClickHouse answered ${resp.status} to ${sql}: ${text.trim()}`);
+  }
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => line.split('\t'));
+}
+
+/**
+ * Picks an option of a Grafana Select by a text it shows: types the text to filter the (virtualized) menu, then
+ * clicks the option with that exact text. Label names show in OpenTelemetry form ("service.name") with the selector
+ * name ("service_name") as the option's description.
+ */
+export async function choose(page: Page, select: Locator, text: string) {
+  await select.locator('input').click();
+  await select.locator('input').fill(text);
+  await page
+    .getByRole('option')
+    .filter({ has: page.getByText(text, { exact: true }) })
+    .first()
+    .click();
 }

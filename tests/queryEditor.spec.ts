@@ -1,29 +1,14 @@
 import { expect, test } from './fixtures';
-import type { Locator, Page, Request } from '@playwright/test';
+import type { Page, Request } from '@playwright/test';
 
 import { selectors } from '../src/selectors';
-import { CPU, DATASOURCES_FILE, HEAP, Query, SERVICE, SKIP_REASON, exploreUrl, screenshot } from './helpers';
+import { CPU, DATASOURCES_FILE, HEAP, Query, SERVICE, SKIP_REASON, choose, exploreUrl, screenshot } from './helpers';
 
 // Browser tests need a running Grafana with the built plugin (docs/grafana.md,
 // "End-to-end tests"); without GRAFANA_URL they are skipped with this reason.
 test.skip(!process.env.GRAFANA_URL, SKIP_REASON);
 
 const q = selectors.query;
-
-/**
- * Picks an option of a Grafana Select by a text it shows: types the text to filter the (virtualized) menu, then
- * clicks the option with that exact text. Label names show in OpenTelemetry form ("service.name") with the selector
- * name ("service_name") as the option's description.
- */
-async function choose(page: Page, select: Locator, text: string) {
-  await select.locator('input').click();
-  await select.locator('input').fill(text);
-  await page
-    .getByRole('option')
-    .filter({ has: page.getByText(text, { exact: true }) })
-    .first()
-    .click();
-}
 
 /** Waits for the next query request whose query A matches, and returns that query as sent. */
 async function sent(page: Page, match: (query: Partial<Query> & { maxNodes?: number }) => boolean) {

@@ -65,9 +65,11 @@ type Config struct {
 	// TTL, when not zero, is the retention of every table: raw samples and
 	// both rollups (the contrib exporter's meaning). 0: Retention applies.
 	TTL time.Duration `mapstructure:"ttl"`
-	// Retention is the retention per table when TTL is 0; a 0 keeps data
-	// forever. Applied by create_schema.
-	Retention RetentionConfig `mapstructure:"retention"`
+	// Retention is the retention per table when TTL is 0 (samples,
+	// minute, hour, symbols: Flamehouse's schema.Retention, the same keys
+	// as the ingest service's schema.retention); a 0 keeps data forever.
+	// Applied by create_schema.
+	Retention schema.Retention `mapstructure:"retention"`
 	// ClusterName, when set, creates the tables ON CLUSTER as
 	// Replicated*MergeTree tables with Distributed tables over them, and
 	// writes through the Distributed tables.
@@ -81,49 +83,12 @@ type Config struct {
 	CPUSamplesAsTime bool `mapstructure:"cpu_samples_as_time"`
 	// MaxOpenConns bounds the connections to ClickHouse. Default 8.
 	MaxOpenConns int `mapstructure:"max_open_conns"`
-	// Writer combines the rows of concurrent pushes into few inserts.
-	Writer WriterConfig `mapstructure:"writer"`
-}
-
-// RetentionConfig is how long each kind of sample row is kept.
-type RetentionConfig struct {
-	// Samples: raw samples. Default 168h (7 days).
-	Samples time.Duration `mapstructure:"samples"`
-	// Minute: the per-minute rollups. Default 720h (30 days).
-	Minute time.Duration `mapstructure:"minute"`
-	// Hour: the per-hour rollups. Default 8760h (365 days).
-	Hour time.Duration `mapstructure:"hour"`
-}
-
-// WriterConfig is the batching of Flamehouse's writer, as in the ingest
-// service's writer section.
-type WriterConfig struct {
-	// FlushInterval is the longest a push waits for other pushes' rows to
-	// share its insert. Default 500ms.
-	FlushInterval time.Duration `mapstructure:"flush_interval"`
-	// MaxBatchSamples starts an insert as soon as this many sample rows
-	// wait. Default 100000.
-	MaxBatchSamples int `mapstructure:"max_batch_samples"`
-	// MinBatchSamples starts an insert before flush_interval when none is
-	// under way and this many sample rows wait. Default 20000.
-	MinBatchSamples int `mapstructure:"min_batch_samples"`
-	// QuietInterval starts an insert when none is under way, no push has
-	// come for this long and at least min_batch_samples/4 rows wait (the
-	// exporter's queue consumers wait for their pushes). Default 20ms; 0
-	// turns it off.
-	QuietInterval time.Duration `mapstructure:"quiet_interval"`
-	// MaxConcurrentWrites bounds the inserts under way at once. Default 2.
-	MaxConcurrentWrites int `mapstructure:"max_concurrent_writes"`
-	// MaxQueuedSamples bounds the sample rows waiting to be written; beyond
-	// it pushes fail as retryable. Default 2000000.
-	MaxQueuedSamples int `mapstructure:"max_queued_samples"`
-	// RetryInitial and RetryMax bound the backoff between insert attempts
-	// within one push's timeout. Defaults 100ms and 5s.
-	RetryInitial time.Duration `mapstructure:"retry_initial"`
-	RetryMax     time.Duration `mapstructure:"retry_max"`
-	// SymbolCacheSize bounds the stack, frame and series ids remembered as
-	// written today. Default 2000000.
-	SymbolCacheSize int `mapstructure:"symbol_cache_size"`
+	// Writer combines the rows of concurrent pushes into few inserts:
+	// Flamehouse's writer.Config, the same keys and defaults as the ingest
+	// service's ingest.writer section (flush_interval, max_batch_samples,
+	// min_batch_samples, quiet_interval, max_concurrent_writes,
+	// max_queued_samples, retry_initial, retry_max, symbol_cache_size).
+	Writer writer.Config `mapstructure:"writer"`
 }
 
 // DefaultTimeout bounds a push by default: rows wait up to the writer's
@@ -135,27 +100,20 @@ const DefaultTimeout = 30 * time.Second
 func createDefaultConfig() *Config {
 	tables := schema.DefaultConfig()
 	ch := chclient.DefaultConfig()
-	w := writer.DefaultConfig()
 	return &Config{
-		TimeoutSettings: exporterhelper.TimeoutConfig{Timeout: DefaultTimeout},
-		BackOffConfig:   configretry.NewDefaultBackOffConfig(),
-		QueueSettings:   configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
-		Username:        ch.Username,
-		Database:        tables.Database,
-		TablePrefix:     tables.TablePrefix,
-		CreateSchema:    true,
-		Retention: RetentionConfig{
-			Samples: tables.Retention.Samples, Minute: tables.Retention.Minute, Hour: tables.Retention.Hour,
-		},
+		TimeoutSettings:  exporterhelper.TimeoutConfig{Timeout: DefaultTimeout},
+		BackOffConfig:    configretry.NewDefaultBackOffConfig(),
+		QueueSettings:    configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
+		Username:         ch.Username,
+		Database:         tables.Database,
+		TablePrefix:      tables.TablePrefix,
+		CreateSchema:     true,
+		Retention:        tables.Retention,
 		ReplicationPath:  tables.ReplicationPath,
 		ReplicaName:      tables.ReplicaName,
 		CPUSamplesAsTime: true,
 		MaxOpenConns:     ch.MaxOpenConns,
-		Writer: WriterConfig{
-			FlushInterval: w.FlushInterval, MaxBatchSamples: w.MaxBatchSamples, MinBatchSamples: w.MinBatchSamples,
-			QuietInterval: w.QuietInterval, MaxConcurrentWrites: w.MaxConcurrentWrites, MaxQueuedSamples: w.MaxQueuedSamples,
-			RetryInitial: w.RetryInitial, RetryMax: w.RetryMax, SymbolCacheSize: w.SymbolCacheSize,
-		},
+		Writer:           writer.DefaultConfig(),
 	}
 }
 
@@ -174,8 +132,7 @@ func (cfg *Config) Validate() error {
 	if e := tables.Validate(); e != nil {
 		err = errors.Join(err, e)
 	}
-	w := cfg.writer()
-	if e := w.Validate(); e != nil {
+	if e := cfg.Writer.Validate(); e != nil {
 		err = errors.Join(err, fmt.Errorf("writer: %w", e))
 	}
 	if cfg.TTL < 0 {
@@ -241,21 +198,11 @@ func (cfg *Config) tables() schema.Config {
 	t := schema.DefaultConfig()
 	t.Database, t.TablePrefix, t.Cluster = cfg.Database, cfg.TablePrefix, cfg.ClusterName
 	t.ReplicationPath, t.ReplicaName = cfg.ReplicationPath, cfg.ReplicaName
-	t.Retention = schema.Retention{Samples: cfg.Retention.Samples, Minute: cfg.Retention.Minute, Hour: cfg.Retention.Hour}
+	t.Retention = cfg.Retention
 	if cfg.TTL > 0 {
-		t.Retention = schema.Retention{Samples: cfg.TTL, Minute: cfg.TTL, Hour: cfg.TTL}
+		t.Retention.Samples, t.Retention.Minute, t.Retention.Hour = cfg.TTL, cfg.TTL, cfg.TTL
 	}
 	return t
-}
-
-// writer is the writer's configuration.
-func (cfg *Config) writer() writer.Config {
-	w := cfg.Writer
-	return writer.Config{
-		FlushInterval: w.FlushInterval, MaxBatchSamples: w.MaxBatchSamples, MinBatchSamples: w.MinBatchSamples,
-		QuietInterval: w.QuietInterval, MaxConcurrentWrites: w.MaxConcurrentWrites, MaxQueuedSamples: w.MaxQueuedSamples,
-		RetryInitial: w.RetryInitial, RetryMax: w.RetryMax, SymbolCacheSize: w.SymbolCacheSize,
-	}
 }
 
 // persistent reports whether the sending queue keeps requests in a

@@ -2,6 +2,7 @@ package flamehouseexporter
 
 import (
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/collector/flamehouseexporter/internal/metadata"
 	"github.com/flamehouse/flamehouse/pkg/chclient"
+	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/secret"
 )
@@ -45,7 +47,7 @@ func TestLoadConfig(t *testing.T) {
 	full.Database, full.TablePrefix, full.Tenant = "profiles", "fh_", "team-a"
 	full.CreateSchema = false
 	full.TTL = 72 * time.Hour
-	full.Retention = RetentionConfig{Samples: 24 * time.Hour, Minute: 48 * time.Hour, Hour: 96 * time.Hour}
+	full.Retention = schema.Retention{Samples: 24 * time.Hour, Minute: 48 * time.Hour, Hour: 96 * time.Hour, Symbols: 2160 * time.Hour}
 	full.ClusterName = "prod"
 	full.CPUSamplesAsTime = false
 	full.MaxOpenConns = 4
@@ -55,7 +57,7 @@ func TestLoadConfig(t *testing.T) {
 		},
 		InsecureSkipVerify: true,
 	}
-	full.Writer = WriterConfig{
+	full.Writer = writer.Config{
 		FlushInterval: 200 * time.Millisecond, MaxBatchSamples: 50_000, MinBatchSamples: 10_000, QuietInterval: 20 * time.Millisecond, MaxConcurrentWrites: 3,
 		MaxQueuedSamples: 500_000, RetryInitial: 50 * time.Millisecond, RetryMax: 2 * time.Second, SymbolCacheSize: 100_000,
 	}
@@ -168,13 +170,13 @@ func TestTablesFromConfig(t *testing.T) {
 	require.Equal(t, "profiles", tables.Database)
 	require.Equal(t, "fh_", tables.TablePrefix)
 	require.Equal(t, "prod", tables.Cluster)
-	require.Equal(t, schema.Retention{Samples: 72 * time.Hour, Minute: 72 * time.Hour, Hour: 72 * time.Hour}, tables.Retention, "ttl applies to every table")
+	require.Equal(t, schema.Retention{Samples: 72 * time.Hour, Minute: 72 * time.Hour, Hour: 72 * time.Hour, Symbols: 2160 * time.Hour}, tables.Retention,
+		"ttl applies to every sample table, not to symbols")
 	cfg.TTL = 0
-	require.Equal(t, schema.Retention{Samples: 24 * time.Hour, Minute: 48 * time.Hour, Hour: 96 * time.Hour}, cfg.tables().Retention)
+	require.Equal(t, schema.Retention{Samples: 24 * time.Hour, Minute: 48 * time.Hour, Hour: 96 * time.Hour, Symbols: 2160 * time.Hour}, cfg.tables().Retention)
 	require.True(t, cfg.persistent())
-	w := cfg.writer()
-	require.Equal(t, 200*time.Millisecond, w.FlushInterval)
-	require.Equal(t, 100_000, w.SymbolCacheSize)
+	require.Equal(t, 200*time.Millisecond, cfg.Writer.FlushInterval)
+	require.Equal(t, 100_000, cfg.Writer.SymbolCacheSize)
 	ch, err := cfg.clickhouse()
 	require.NoError(t, err)
 	require.Equal(t, "/etc/flamehouse/ca.pem", ch.CAFile)
@@ -191,5 +193,42 @@ func TestPasswordNeverPrinted(t *testing.T) {
 	require.NoError(t, err)
 	for _, v := range []any{cfg.Password, ch.Password, ch} {
 		require.NotContains(t, sprint(v), "s3cr3t")
+	}
+}
+
+// TestEverySharedSettingReachable: each setting of the writer's and the
+// schema's retention configuration — declared once, in their packages, and
+// embedded here — is set by its key under "writer" or "retention" in the
+// Collector's YAML, so that a setting added there reaches Collector users.
+func TestEverySharedSettingReachable(t *testing.T) {
+	for _, section := range []struct {
+		key   string
+		field func(*Config) reflect.Value
+	}{
+		{"writer", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Writer).Elem() }},
+		{"retention", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Retention).Elem() }},
+	} {
+		typ := section.field(createDefaultConfig()).Type()
+		require.Positive(t, typ.NumField())
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			key := f.Tag.Get("mapstructure")
+			t.Run(section.key+"."+key, func(t *testing.T) {
+				require.NotEmpty(t, key, "%s.%s has no mapstructure tag", typ, f.Name)
+				require.Equal(t, f.Tag.Get("yaml"), key, "the Collector's key is the service's")
+				var set, want any
+				switch f.Type {
+				case reflect.TypeFor[time.Duration]():
+					set, want = "1234567ms", 1234567*time.Millisecond
+				case reflect.TypeFor[int]():
+					set, want = 1234567, 1234567
+				default:
+					t.Fatalf("%s.%s: a %s setting: teach this test its kind", typ, f.Name, f.Type)
+				}
+				cfg := createDefaultConfig()
+				require.NoError(t, confmap.NewFromStringMap(map[string]any{section.key: map[string]any{key: set}}).Unmarshal(cfg))
+				require.Equal(t, want, section.field(cfg).Field(i).Interface())
+			})
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/pdata/pprofile"
 	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
 
 	"github.com/flamehouse/flamehouse/collector/flamehouseexporter/internal/pdatawire"
 	"github.com/flamehouse/flamehouse/pkg/chclient"
@@ -82,7 +84,7 @@ func (e *profilesExporter) start(ctx context.Context, _ component.Host) error {
 	}
 	// The writer's Prometheus metrics stay unregistered: the Collector's
 	// telemetry carries ours (telemetry.go) and exporterhelper's.
-	e.writer, err = writer.New(e.cfg.writer(), tables, conn, native, newSlog(e.logger), nil)
+	e.writer, err = writer.New(e.cfg.Writer, tables, conn, native, slog.New(zapslog.NewHandler(e.logger.Core())), nil)
 	if err != nil {
 		return err
 	}
@@ -94,6 +96,7 @@ func (e *profilesExporter) start(ctx context.Context, _ component.Host) error {
 // exporterhelper has drained its queue (or left a persistent queue's items
 // in storage) before.
 func (e *profilesExporter) shutdown(ctx context.Context) error {
+	e.telemetry.Shutdown()
 	var err error
 	if e.writer != nil {
 		err = e.writer.Close(ctx)

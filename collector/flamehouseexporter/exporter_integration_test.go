@@ -22,8 +22,6 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
-func TestMain(m *testing.M) { chtest.Main(m) }
-
 // engineConfig points the exporter at the tests' ClickHouse (the embedded
 // engine over HTTP, or FLAMEHOUSE_CLICKHOUSE_URL) and a database that does
 // not exist yet, without a sending queue, so that ConsumeProfiles returns

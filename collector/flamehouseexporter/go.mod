@@ -29,6 +29,7 @@ require (
 	go.opentelemetry.io/proto/otlp v1.11.1
 	go.opentelemetry.io/proto/otlp/collector/profiles/v1development v0.4.0
 	go.uber.org/zap v1.28.0
+	go.uber.org/zap/exp v0.3.0
 	google.golang.org/protobuf v1.36.12
 )
 

@@ -1,8 +1,8 @@
 // Package otelcoltest runs a real OpenTelemetry Collector in integration
-// tests. The Collectors are small Go modules of their own under test/
-// (test/otelcol: OTLP receiver with OTLP exporters; test/otelcol-clickhouse:
-// OTLP receiver with the contrib ClickHouse exporter), so their dependencies
-// stay out of Flamehouse's go.mod. They are built from the module proxy.
+// tests. The Collectors are small Go modules of their own under collectors/
+// (collectors/otelcol: OTLP receiver with OTLP exporters;
+// collectors/otelcol-clickhouse: OTLP receiver with the contrib ClickHouse
+// exporter), so their dependencies stay out of Flamehouse's go.mod. They are built from the module proxy.
 //
 // Build compiles a Collector once per test binary and keeps the binary in a
 // cache directory keyed by a hash of the module's files and the Go version,
@@ -41,11 +41,11 @@ import (
 	"github.com/flamehouse/flamehouse/internal/harness"
 )
 
-// Collector modules under test/.
+// Collector modules under collectors/.
 const (
-	// OTLPCollector is test/otelcol: OTLP receiver, otlp_grpc and otlp_http exporters.
+	// OTLPCollector is collectors/otelcol: OTLP receiver, otlp_grpc and otlp_http exporters.
 	OTLPCollector = "otelcol"
-	// ClickHouseCollector is test/otelcol-clickhouse: OTLP receiver and the
+	// ClickHouseCollector is collectors/otelcol-clickhouse: OTLP receiver and the
 	// contrib ClickHouse exporter ("clickhouse").
 	ClickHouseCollector = "otelcol-clickhouse"
 )
@@ -62,10 +62,10 @@ const ReceiverName = "otlp"
 // os.UserCacheDir (the system temporary directory when there is none).
 const CacheEnv = "FLAMEHOUSE_OTELCOL_CACHE"
 
-// ModuleDir returns the directory of a Collector module under test/.
+// ModuleDir returns the directory of a Collector module under collectors/.
 func ModuleDir(module string) string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "test", module)
+	return filepath.Join(filepath.Dir(file), "collectors", module)
 }
 
 type buildResult struct {
@@ -80,7 +80,7 @@ var (
 )
 
 // Build returns the path of the Collector binary built from the module
-// test/<module> (OTLPCollector or ClickHouseCollector). The first call in a
+// collectors/<module> (OTLPCollector or ClickHouseCollector). The first call in a
 // test binary builds it, or finds it in the cache; later calls return the
 // same path. It fails the test when the build fails.
 func Build(tb testing.TB, module string) string {
@@ -128,7 +128,7 @@ func buildOnce(tb testing.TB, key, name string, build func() (bin string, cached
 }
 
 // BuildModule is Build outside a test: the path of the Collector binary of
-// test/<module>, built or found in the cache, and whether it was cached.
+// collectors/<module>, built or found in the cache, and whether it was cached.
 func BuildModule(module string) (bin string, cached bool, err error) {
 	return build(ModuleDir(module))
 }
@@ -266,6 +266,9 @@ type Config struct {
 	LogLevel string
 	// ReadyTimeout bounds the wait for the OTLP endpoints; 0 is one minute.
 	ReadyTimeout time.Duration
+	// HTTPEndpoint is the OTLP/HTTP receiver's host:port; "" is a free
+	// loopback port. For senders configured before the Collector starts.
+	HTTPEndpoint string
 }
 
 // Pipeline lists a pipeline's components; Receivers defaults to the OTLP
@@ -366,9 +369,11 @@ func Launch(bin string, cfg Config, dir string) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	httpAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
+	httpAddr := cfg.HTTPEndpoint
+	if httpAddr == "" {
+		if httpAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
 	}
 	c := &Collector{GRPCEndpoint: grpcAddr, HTTPEndpoint: httpAddr, logs: &lockedBuffer{}, exited: make(chan struct{})}
 	config, err := cfg.Render(c.GRPCEndpoint, c.HTTPEndpoint)

@@ -19,6 +19,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/flamehouse/flamehouse/pkg/chembed/sqlguard"
 	"github.com/flamehouse/flamehouse/pkg/secret"
 	"github.com/flamehouse/flamehouse/pkg/tenancy"
 )
@@ -278,7 +279,7 @@ func (u *users) current() []User {
 // on a real server, and query_cache_tag stay the client's: our datasource
 // and Grafana's ClickHouse plugin set them.)
 const (
-	markerSetting = "chdb_client_name"
+	markerSetting = sqlguard.AccessMarkerSetting
 	allPrefix     = "flamehouse:all:"
 )
 
@@ -341,4 +342,15 @@ func writeAccessConfig(dir string, tables []string, allMarker string) (string, e
 
 func xmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// guardRules is the guard's rules for a user of the role.
+func (r Role) guardRules() sqlguard.Rules {
+	switch r {
+	case RoleWriter:
+		return sqlguard.RulesWriter
+	case RoleTenant:
+		return sqlguard.RulesTenant
+	}
+	return sqlguard.RulesAdmin
 }

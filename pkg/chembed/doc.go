@@ -10,11 +10,12 @@
 //     work around its quirks: leaked partial output after an error, signal
 //     handlers that replace Go's, and binary INSERT data that cannot be passed
 //     inline.
-//   - Guard inspects every client statement before it reaches the engine. The
-//     engine runs in ClickHouse "local" mode, which has no access control, so
-//     the guard rejects multi-statements and every way to touch the host:
-//     file(), url(), remote(), INTO OUTFILE, FROM INFILE, host-backed table
-//     and database engines, SYSTEM, BACKUP and RESTORE.
+//   - The guard (package sqlguard) inspects every client statement before it
+//     reaches the engine. The engine runs in ClickHouse "local" mode, which
+//     has no access control, so the guard rejects multi-statements and every
+//     way to touch the host: file(), url(), remote(), INTO OUTFILE, FROM
+//     INFILE, host-backed table and database engines, SYSTEM, BACKUP and
+//     RESTORE.
 //   - Server speaks the HTTP protocol: authentication, protocol parameters
 //     versus settings, per-request session reset, the hello handshake that
 //     clickhouse-go sends on connect, INSERT bodies spooled to disk, streamed

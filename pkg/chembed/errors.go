@@ -6,21 +6,23 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/flamehouse/flamehouse/pkg/chembed/sqlguard"
 )
 
 // ClickHouse error codes used by this package (src/Common/ErrorCodes.cpp).
 const (
 	CodeBadArguments               = 36
-	CodeSyntaxError                = 62
+	CodeSyntaxError                = sqlguard.CodeSyntaxError
 	CodeNotImplemented             = 48
 	CodeUnknownDatabase            = 81
 	CodeTimeoutExceeded            = 159
-	CodeReadonly                   = 164
+	CodeReadonly                   = sqlguard.CodeReadonly
 	CodeTooManySimultaneousQueries = 202
 	CodeQueryIsTooLarge            = 229
 	CodeHTTPLengthRequired         = 381
 	CodeRequiredPassword           = 194
-	CodeAccessDenied               = 497
+	CodeAccessDenied               = sqlguard.CodeAccessDenied
 	CodeAuthenticationFailed       = 516
 	CodeNotEnoughSpace             = 243
 	CodeQueryWasCancelled          = 394
@@ -195,4 +197,8 @@ func httpStatus(code int) int {
 		return status
 	}
 	return http.StatusInternalServerError
+}
+
+func accessDenied(format string, args ...any) *Exception {
+	return newException(CodeAccessDenied, format, args...)
 }

@@ -4,20 +4,22 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/flamehouse/flamehouse/pkg/chembed/sqlguard"
 	"github.com/flamehouse/flamehouse/pkg/tenancy"
 )
 
 // protocolParams are URL parameters of ClickHouse's HTTP interface that are
 // not settings. Every other parameter except param_* is a setting.
-var protocolParams = setOf(
+var protocolParams = []string{
 	"query", "database", "default_format", "client_protocol_version", "query_id", "quota_key",
 	"user", "password", "compress", "decompress", "session_id", "session_timeout", "session_check",
 	"close_session", "buffer_size", "wait_end_of_query", "stacktrace", "role",
-)
+}
 
 // settingNameRe is what a setting name may look like; anything else is
 // refused before it can reach a SET statement.
@@ -82,7 +84,7 @@ func (s *Server) parseRequest(r *http.Request) (*request, error) {
 	}
 	req.waitEndOfQuery = values.Get("wait_end_of_query") == "1"
 	for name, vals := range values {
-		if len(vals) == 0 || protocolParams[name] {
+		if len(vals) == 0 || slices.Contains(protocolParams, name) {
 			continue
 		}
 		value := vals[len(vals)-1]
@@ -111,7 +113,7 @@ func checkSetting(name, value string, req *request) error {
 	case name == "max_execution_time":
 		req.settings[name] = value
 		return nil
-	case deniedSettings[name]:
+	case sqlguard.IsDeniedSetting(name):
 		return accessDenied("setting %s is not allowed on the embedded server", name)
 	}
 	req.settings[name] = value
@@ -186,12 +188,12 @@ func (s *Server) applyRole(req *request, p principal) error {
 		if s.engine.allMarker == "" {
 			return accessDenied("%s: tenant users need the engine's row policies, and this engine was started without tenant tables", p.name)
 		}
-		if IsSystemDatabase(req.database) {
+		if sqlguard.IsSystemDatabase(req.database) {
 			return accessDenied("%s: a tenant user may not use the %s database", p.name, req.database)
 		}
 		req.readOnly = true
 		for name := range req.settings {
-			if tenantDeniedNames[name] || strings.HasPrefix(name, "query_cache") {
+			if sqlguard.IsTenantDeniedSetting(name) {
 				delete(req.settings, name)
 			}
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ClickHouse/ch-go/compress"
 
+	"github.com/flamehouse/flamehouse/pkg/chembed/sqlguard"
 	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
@@ -213,7 +214,7 @@ func (s *Server) checkWriterTarget(req *request, cmd *command) error {
 	if req.role != RoleWriter || cmd.stmt.Verb != "insert" {
 		return nil
 	}
-	db, table, ok := InsertTarget(cmd.stmt.Insert.Head)
+	db, table, ok := sqlguard.InsertTarget(cmd.stmt.Insert.Head)
 	if db == "" {
 		db = req.database
 	}
@@ -225,7 +226,7 @@ func (s *Server) checkWriterTarget(req *request, cmd *command) error {
 
 // command is what a request asks the engine to do.
 type command struct {
-	stmt *Statement
+	stmt *sqlguard.Statement
 	// sql is the statement text (for inserts with data: the text before it).
 	sql string
 	// data is the INSERT data that follows the statement, or nil.
@@ -239,7 +240,7 @@ type command struct {
 // with the guard and separates INSERT data from SQL. SQL is bounded by
 // MaxQueryBytes; INSERT data only by MaxBodyBytes.
 func (s *Server) readCommand(req *request, body io.Reader, encoding string) (*command, error) {
-	opts := guardOptions{readOnly: req.readOnly, role: req.role, tableOnlyFunctions: s.engine.tableOnlyFunctions}
+	opts := sqlguard.Options{ReadOnly: req.readOnly, Rules: req.role.guardRules(), TableOnlyFunctions: s.engine.tableOnlyFunctions}
 	limit := s.cfg.MaxQueryBytes
 	if req.queryParam != "" {
 		if int64(len(req.queryParam)) > limit {
@@ -297,9 +298,20 @@ func (s *Server) readCommand(req *request, body io.Reader, encoding string) (*co
 	return cmd, nil
 }
 
+// inspect runs the guard (package sqlguard) over a statement; a refused
+// statement is the exception the server answers with.
+func inspect(sql string, opts sqlguard.Options) (*sqlguard.Statement, error) {
+	stmt, err := sqlguard.Inspect(sql, opts)
+	var refused *sqlguard.Error
+	if errors.As(err, &refused) {
+		return nil, newException(refused.Code, "%s", refused.Message)
+	}
+	return stmt, err
+}
+
 // commandFromSQL inspects a complete (or, with more data to come, a
 // prefix of a) SQL text.
-func commandFromSQL(sql string, more io.Reader, opts guardOptions) (*command, error) {
+func commandFromSQL(sql string, more io.Reader, opts sqlguard.Options) (*command, error) {
 	stmt, err := inspect(sql, opts)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,10 +71,14 @@ func TestOTelExporterSchemaMatchesFlamehouse(t *testing.T) {
 			require.Positive(t, want.sum, "the workload has samples to select")
 			for name, f := range map[string]*fixture{"flamehouse": ours, "otel": exporter} {
 				t.Run(name, func(t *testing.T) {
-					requireCompatAnswers(t, f, tc.q, from, to, want)
+					w := want
+					if name == "otel" {
+						w = want.unmarked() // the exporter keeps no frame types
+					}
+					requireCompatAnswers(t, f, tc.q, from, to, w)
 				})
 			}
-			requireSameFlameGraph(t, ours, exporter, tc.q, from, to)
+			requireSameFlameGraph(t, ours, exporter, tc.q, from, to, true)
 		})
 	}
 }
@@ -129,8 +134,10 @@ type compatWant struct {
 // expectFromRequests computes the total and the top functions of the
 // samples keep selects from the OTLP requests themselves, independently of
 // either schema: weight = events × period, frames leaf first (a location's
-// lines innermost first), labelled as the datasource labels them, and a
-// function's total counted once per stack.
+// lines innermost first), labelled as the datasource labels them on
+// Flamehouse's tables (kernel frames marked: oracleMarks; unmarked gives
+// the exporter table's labels), and a function's total counted once per
+// stack.
 func expectFromRequests(reqs []*collectorpb.ExportProfilesServiceRequest, keep func(sampleRef) bool) compatWant {
 	want := compatWant{self: map[string]int64{}, total: map[string]int64{}}
 	for _, req := range reqs {
@@ -146,7 +153,7 @@ func expectFromRequests(reqs []*collectorpb.ExportProfilesServiceRequest, keep f
 							ref.trace, ref.span = hex.EncodeToString(link.GetTraceId()), hex.EncodeToString(link.GetSpanId())
 						}
 						if keep(ref) {
-							want.add(int64(len(s.GetTimestampsUnixNano()))*p.GetPeriod(), stackLabels(dict, s.GetStackIndex()))
+							want.add(int64(len(s.GetTimestampsUnixNano()))*p.GetPeriod(), oracleMarks(stackLabels(dict, s.GetStackIndex())))
 						}
 					}
 				}
@@ -154,6 +161,29 @@ func expectFromRequests(reqs []*collectorpb.ExportProfilesServiceRequest, keep f
 		}
 	}
 	return want
+}
+
+// unmarked is the expectation without frame kind marks: the labels of the
+// exporter's table, which keeps no frame types.
+func (w compatWant) unmarked() compatWant {
+	out := compatWant{sum: w.sum, self: map[string]int64{}, total: map[string]int64{}}
+	for l, v := range w.self {
+		out.self[withoutMark(l)] += v
+	}
+	for l, v := range w.total {
+		out.total[withoutMark(l)] += v
+	}
+	return out
+}
+
+// withoutMark is a label without a frame kind's mark.
+func withoutMark(label string) string {
+	for _, m := range []string{" [kernel]", " [native]"} {
+		if l, ok := strings.CutSuffix(label, m); ok {
+			return l
+		}
+	}
+	return label
 }
 
 // add counts one sample of value v with the given frame labels, leaf first.
@@ -191,26 +221,33 @@ func sampleAttr(dict *pb.ProfilesDictionary, s *pb.Sample, key string) string {
 }
 
 // stackLabels returns a stack's frame labels, leaf first: one frame per
-// line of a location (innermost first), one for a location without lines.
-func stackLabels(dict *pb.ProfilesDictionary, stack int32) []string {
+// line of a location (innermost first), one for a location without lines;
+// and each frame's profile.frame.type.
+func stackLabels(dict *pb.ProfilesDictionary, stack int32) (labels, types []string) {
 	str := dict.GetStringTable()
-	var labels []string
 	for _, li := range dict.GetStackTable()[stack].GetLocationIndices() {
 		loc := dict.GetLocationTable()[li]
 		mapping := ""
 		if mi := loc.GetMappingIndex(); mi > 0 {
 			mapping = str[dict.GetMappingTable()[mi].GetFilenameStrindex()]
 		}
+		typ := ""
+		for _, ai := range loc.GetAttributeIndices() {
+			if kv := dict.GetAttributeTable()[ai]; str[kv.GetKeyStrindex()] == "profile.frame.type" {
+				typ = kv.GetValue().GetStringValue()
+			}
+		}
 		if len(loc.GetLines()) == 0 {
-			labels = append(labels, oracleLabel("", "", mapping, "", loc.GetAddress()))
+			labels, types = append(labels, oracleLabel("", "", mapping, "", loc.GetAddress())), append(types, typ)
 			continue
 		}
 		for _, line := range loc.GetLines() {
 			fn := dict.GetFunctionTable()[line.GetFunctionIndex()]
 			labels = append(labels, oracleLabel(str[fn.GetNameStrindex()], str[fn.GetSystemNameStrindex()], mapping, str[fn.GetFilenameStrindex()], loc.GetAddress()))
+			types = append(types, typ)
 		}
 	}
-	return labels
+	return labels, types
 }
 
 // oracleLabel names a frame: function name, else system name, else
@@ -304,10 +341,17 @@ func seriesNanos(t *testing.T, frames data.Frames) float64 {
 }
 
 // requireSameFlameGraph compares the two schemas' flame graphs node by
-// node (level, value, self and label in display order).
-func requireSameFlameGraph(t *testing.T, a, b *fixture, base map[string]any, from, to time.Time) {
+// node (level, value, self and label in display order); with unmarkA,
+// a's labels without their frame kind marks (b's schema keeps no types).
+func requireSameFlameGraph(t *testing.T, a, b *fixture, base map[string]any, from, to time.Time, unmarkA bool) {
 	t.Helper()
 	q := withQuery(base, query.TypeProfile)
 	ra, rb := a.query(t, q, from, to), b.query(t, q, from, to)
-	require.Equal(t, flameRows(t, requireOK(t, ra)[0]), flameRows(t, requireOK(t, rb)[0]), "the same flame graph from both schemas")
+	rowsA := flameRows(t, requireOK(t, ra)[0])
+	if unmarkA { // a's schema marks frame kinds, b's keeps no frame types
+		for i := range rowsA {
+			rowsA[i].label = withoutMark(rowsA[i].label)
+		}
+	}
+	require.Equal(t, rowsA, flameRows(t, requireOK(t, rb)[0]), "the same flame graph from both schemas")
 }

@@ -129,16 +129,47 @@ func expectedTop(b *model.Batch, keep func(*model.Sample) bool) (self, total map
 		if len(ids) == 0 {
 			continue
 		}
-		self[functionLabel(frames[ids[len(ids)-1]])] += s.Value
+		labels, types := make([]string, len(ids)), make([]string, len(ids))
+		for i, id := range ids {
+			labels[i], types[i] = functionLabel(frames[id]), frames[id].FrameType
+		}
+		labels = oracleMarks(labels, types)
+		self[labels[len(labels)-1]] += s.Value
 		seen := map[string]bool{}
-		for _, id := range ids {
-			if l := functionLabel(frames[id]); !seen[l] {
+		for _, l := range labels {
+			if !seen[l] {
 				seen[l] = true
 				total[l] += s.Value
 			}
 		}
 	}
 	return self, total, sum
+}
+
+// oracleMarks marks a stack's labels by their frames' profile.frame.type
+// as the datasource does (pkg/query/framekinds.go), written
+// independently as the tests' oracle: kernel frames "name [kernel]",
+// native frames of a stack with an interpreter's frames "name [native]",
+// labels of unnamed code ("[libc.so.6]") as they are.
+func oracleMarks(labels, types []string) []string {
+	interpreted := false
+	for _, t := range types {
+		switch t {
+		case "cpython", "jvm", "php", "ruby", "perl", "v8js", "dotnet", "beam", "luajit":
+			interpreted = true
+		}
+	}
+	out := make([]string, len(labels))
+	for i, l := range labels {
+		out[i] = l
+		if strings.HasPrefix(l, "[") && strings.HasSuffix(l, "]") {
+			continue
+		}
+		if types[i] == "kernel" || (types[i] == "native" && interpreted) {
+			out[i] = l + " [" + types[i] + "]"
+		}
+	}
+	return out
 }
 
 // functionLabel is the label the datasource gives a frame (query's

@@ -456,7 +456,8 @@ func executablesRows(t testing.TB, f *data.Frame, byBuildID bool) []executableRo
 	for i, fl := range f.Fields {
 		names[i] = fl.Name
 	}
-	require.Equal(t, []string{"executable", "buildId", "samples", "value", "symbolized", "frames", "source", "lastSeen", "mappingFile"}, names)
+	require.Equal(t, []string{"executable", "buildId", "samples", "value", "symbolized", "frames", "source", "lastSeen", "mappingFile", "mappingFileFilter"}, names)
+	require.Equal(t, map[string]any{"hidden": true}, f.Fields[9].Config.Custom, "the link's file filter is not a column")
 	links := f.Fields[0].Config.Links
 	require.Len(t, links, 1, "each row links to its flame graph")
 	require.Equal(t, navUID, links[0].Internal.DatasourceUID)
@@ -468,9 +469,15 @@ func executablesRows(t testing.TB, f *data.Frame, byBuildID bool) []executableRo
 	} else {
 		require.NotContains(t, link, "buildId")
 	}
-	require.Equal(t, "${__data.fields.mappingFile}", link["mappingFile"])
+	require.Equal(t, "${__data.fields.mappingFileFilter}", link["mappingFile"])
 	out := make([]executableRow, f.Rows())
 	for i := range out {
+		filter := f.Fields[9].At(i).(string)               //nolint:forcetypeassert // the view's types
+		if byBuildID && f.Fields[1].At(i).(string) != "" { //nolint:forcetypeassert // as above
+			require.Empty(t, filter, "row %d: a build id names the executable, whatever the names it was mapped under", i)
+		} else {
+			require.Equal(t, f.Fields[8].At(i), filter, "row %d: without a build id, its file", i)
+		}
 		out[i] = executableRow{
 			executable: f.Fields[0].At(i).(string), buildID: f.Fields[1].At(i).(string), samples: f.Fields[2].At(i).(float64), //nolint:forcetypeassert // the view's types
 			symbolized: f.Fields[4].At(i).(float64), frames: f.Fields[5].At(i).(int64), source: f.Fields[6].At(i).(string), //nolint:forcetypeassert // as above

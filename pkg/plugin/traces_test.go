@@ -138,6 +138,12 @@ func navTraceRequest(start time.Time) *coltracepb.ExportTraceServiceRequest {
 			Attributes: otlpbuild.KeyValues("span.name", s.name),
 			Status:     &tracepb.Status{Code: s.status, Message: s.statusMessage},
 		}
+		if s.id == spanOrder || s.id == spanCart {
+			// Marked by the sender, as a Pyroscope SDK or flamehouse's own
+			// self-tracing marks the spans it profiles: placeOrder has
+			// samples, GetCart has none.
+			span.Attributes = append(span.Attributes, otlpbuild.KeyValues(query.ProfileIDTag, s.id)...)
+		}
 		if s.parent != "" {
 			span.ParentSpanId = mustHex(s.parent)
 		}
@@ -336,7 +342,8 @@ func tagMap(t *testing.T, raw json.RawMessage) map[string]any {
 // Collector's exporter through a traces query, on Flamehouse's tables and
 // on the exporter's otel_profiles: one "Trace" frame with Grafana's trace
 // columns, every span as sent, and profileSpanID and the
-// pyroscope.profile.id tag exactly on the spans with samples; following a
+// pyroscope.profile.id tag exactly on the spans with samples (a stored
+// one counts only there, and never twice); following a
 // span's "Profiles for this span" link over the span's range gives that
 // span's samples only.
 func TestTraceFrameMarksSpansWithProfiles(t *testing.T) {
@@ -382,8 +389,10 @@ func TestTraceFrameMarksSpansWithProfiles(t *testing.T) {
 				require.Equal(t, map[string]any{"service.name": s.service, "service.namespace": "shop"},
 					tagMap(t, col("serviceTags").At(i).(json.RawMessage))) //nolint:forcetypeassert // a JSON field
 
-				tags := tagMap(t, col("tags").At(i).(json.RawMessage)) //nolint:forcetypeassert // a JSON field
+				raw := col("tags").At(i).(json.RawMessage) //nolint:forcetypeassert // a JSON field
+				tags := tagMap(t, raw)
 				require.Equal(t, s.name, tags["span.name"])
+				require.LessOrEqual(t, strings.Count(string(raw), `"`+query.ProfileIDTag+`"`), 1, "%s: one %s tag at most", s.name, query.ProfileIDTag)
 				mark := col("profileSpanID").At(i).(*string) //nolint:forcetypeassert // a nullable string field
 				if profiled[s.id] {
 					require.Equal(t, s.id, tags[query.ProfileIDTag], "Grafana's trace view finds the span's profile")

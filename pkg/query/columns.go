@@ -11,7 +11,7 @@ var RequiredColumns = map[string][]string{
 	schema.ServiceMinute: {"Timestamp", "TenantId", "ServiceName", "ProfileType", "StackId", "Value"},
 	schema.ServiceHour:   {"Timestamp", "TenantId", "ServiceName", "ProfileType", "StackId", "Value"},
 	schema.Stacks:        {"TenantId", "ServiceName", "StackId", "FrameIds"},
-	schema.Frames:        {"TenantId", "ServiceName", "FrameId", "FunctionName", "SystemName", "FileName", "MappingFile", "Address"},
+	schema.Frames:        {"TenantId", "ServiceName", "FrameId", "FunctionName", "SystemName", "FileName", "MappingFile", "Address", "FrameType"},
 	schema.Series: {
 		"TenantId", "SeriesId", "ResourceAttributes", "ServiceNamespace", "ServiceInstanceId",
 		"K8sClusterName", "K8sNamespaceName", "K8sPodName", "K8sNodeName", "K8sContainerName",

@@ -46,7 +46,7 @@ func TestEachPathDenseMatchesFrameIDs(t *testing.T) {
 	}
 	var densePaths [][]string
 	var denseValues []int64
-	eachPath(stacks, fn, names, func(path []int32, value int64) {
+	eachPath(stacks, fn, names, pathShape{}, func(path []int32, value int64) {
 		densePaths, denseValues = append(densePaths, labelsOf(path)), append(denseValues, value)
 	})
 	ids := newNameIDs(len(fn.labels))
@@ -60,7 +60,7 @@ func TestEachPathDenseMatchesFrameIDs(t *testing.T) {
 	plain := *fn
 	plain.dense = nil
 	i := 0
-	eachPath(stacks, &plain, names, func(path []int32, _ int64) {
+	eachPath(stacks, &plain, names, pathShape{}, func(path []int32, _ int64) {
 		require.Equal(t, densePaths[i], labelsOf(path), "stack %d", i)
 		i++
 	})

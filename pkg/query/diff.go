@@ -29,7 +29,7 @@ type side struct {
 // equal lengths the values are exact.
 func (e *Engine) diff(ctx context.Context, r *Request) (*data.Frame, error) {
 	right := *r
-	right.Type, right.Left = TypeProfile, nil
+	right.Type, right.Left, right.GroupBy = TypeProfile, nil, nil
 	var sides [2]side
 	var errs [2]error
 	var wg sync.WaitGroup
@@ -48,9 +48,9 @@ func (e *Engine) diff(ctx context.Context, r *Request) (*data.Frame, error) {
 	names := flame.NewNames()
 	tree := flame.NewDiffTree(names)
 	if e.Schema == SchemaOTel {
-		addSides(tree, names, sides, scale)
+		addSides(tree, names, sides, scale, shapeOf(r))
 	} else {
-		addMerged(tree, names, sides, scale)
+		addMerged(tree, names, sides, scale, shapeOf(r))
 	}
 	frame := tree.Frame(r.MaxNodes, flame.Unit(r.ProfileType.SampleUnit))
 	frame.Meta.Custom = diffMeta(r, scale)
@@ -66,13 +66,15 @@ func (e *Engine) diff(ctx context.Context, r *Request) (*data.Frame, error) {
 
 // addSides adds each side's stacks, resolved with that side's labels (ids
 // local to one answer: the exporter's table).
-func addSides(tree *flame.DiffTree, names *flame.Names, sides [2]side, scale float64) {
+func addSides(tree *flame.DiffTree, names *flame.Names, sides [2]side, scale float64, shape pathShape) {
 	path := make([]int32, 0, 64)
 	for i, s := range sides {
-		ids := newNameIDs(len(s.names.labels))
-		ids.add(s.names, names)
+		p := newPather(names, shape, s.names)
 		for _, st := range s.stacks {
-			path = ids.path(path, st.frames, names)
+			var keep bool
+			if path, keep = p.idPath(path, st.frames); !keep {
+				continue
+			}
 			if i == 0 {
 				tree.Add(path, scaleValue(st.value, scale), 0)
 			} else {
@@ -85,7 +87,7 @@ func addSides(tree *flame.DiffTree, names *flame.Names, sides [2]side, scale flo
 // addMerged adds each stack once with both sides' values: on Flamehouse's
 // tables stack and frame ids mean the same on both sides, so a stack seen
 // on both is resolved and replayed once.
-func addMerged(tree *flame.DiffTree, names *flame.Names, sides [2]side, scale float64) {
+func addMerged(tree *flame.DiffTree, names *flame.Names, sides [2]side, scale float64, shape pathShape) {
 	type entry struct {
 		frames      []uint64
 		left, right int64
@@ -103,21 +105,21 @@ func addMerged(tree *flame.DiffTree, names *flame.Names, sides [2]side, scale fl
 		}
 		entries = append(entries, entry{frames: st.frames, right: st.value})
 	}
-	ids := newNameIDs(len(sides[0].names.labels) + len(sides[1].names.labels)/4)
-	for _, s := range sides {
-		ids.add(s.names, names)
-	}
+	p := newPather(names, shape, sides[0].names, sides[1].names)
 	path := make([]int32, 0, 64)
 	for _, en := range entries {
-		tree.Add(ids.path(path, en.frames, names), en.left, en.right)
+		var keep bool
+		if path, keep = p.idPath(path, en.frames); keep {
+			tree.Add(path, en.left, en.right)
+		}
 	}
 }
 
 // diffScale is the factor of the left side's values: the right range's
-// length over the left's.
+// length over the left's (1 when the request keeps them unscaled).
 func diffScale(r *Request) float64 {
 	left, right := r.Left.rangeTo.Sub(r.Left.rangeFrom), r.rangeTo.Sub(r.rangeFrom)
-	if left <= 0 || left == right {
+	if left <= 0 || left == right || r.DiffUnscaled {
 		return 1
 	}
 	return float64(right) / float64(left)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -66,8 +67,11 @@ func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 	if r.Alert && (r.Type == TypeProfile || r.Type == TypeDiff || r.Type == TypeTraces || r.Type == TypeSpans || r.Type == TypeExecutables) {
 		return nil, notForAlerts(r.Type)
 	}
-	if e.Schema == SchemaOTel && r.BuildID != "" {
-		return nil, fmt.Errorf("%w: the exporter's table keeps no build ids: filter by mappingFile", ErrInvalidQuery)
+	if err := e.checkFilters(r); err != nil {
+		return nil, err
+	}
+	if e.Schema == SchemaOTel && r.shapesFrames() {
+		return nil, fmt.Errorf("%w: the exporter's table keeps no frame types (profile.frame.type): frames cannot be hidden or collapsed by kind", ErrInvalidQuery)
 	}
 	if r.Type == TypeDiff {
 		f, err := e.diff(ctx, r)
@@ -76,12 +80,9 @@ func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 		}
 		return data.Frames{f}, nil
 	}
-	var traces *tracesTables
-	if r.Type == TypeTraces || r.Type == TypeSpans || r.TraceID != "" {
-		var err error
-		if traces, err = e.tracesTables(ctx); err != nil {
-			return nil, err
-		}
+	traces, err := e.prepareTraces(ctx, r)
+	if err != nil {
+		return nil, err
 	}
 	if r.Type == TypeTraces {
 		f, err := e.trace(ctx, traces, r)
@@ -89,11 +90,6 @@ func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 			return nil, err
 		}
 		return data.Frames{f}, nil
-	}
-	if r.TraceID != "" {
-		if err := e.scopeTrace(ctx, traces, r); err != nil {
-			return nil, err
-		}
 	}
 	l := e.layout()
 	if r.Type == TypeSpans {
@@ -128,6 +124,55 @@ func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
 	return frames, nil
 }
 
+// checkFilters refuses filters the engine's tables cannot apply.
+func (e *Engine) checkFilters(r *Request) error {
+	if e.Schema == SchemaOTel && r.BuildID != "" {
+		return fmt.Errorf("%w: the exporter's table keeps no build ids: filter by mappingFile", ErrInvalidQuery)
+	}
+	return nil
+}
+
+// prepareTraces looks up the spans tables for the requests that read them
+// (traces and spans queries, and any query with a trace id), and keeps a
+// trace id's read to the trace's stored spans (scopeTrace). It returns nil
+// tables for the other requests.
+func (e *Engine) prepareTraces(ctx context.Context, r *Request) (*tracesTables, error) {
+	if r.Type != TypeTraces && r.Type != TypeSpans && r.TraceID == "" {
+		return nil, nil
+	}
+	traces, err := e.tracesTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.Type != TypeTraces && r.TraceID != "" {
+		if err := e.scopeTrace(ctx, traces, r); err != nil {
+			return nil, err
+		}
+	}
+	return traces, nil
+}
+
+// SeriesPoints answers a metrics request as numbers instead of frames: the
+// same read and the same top Limit groups as the metrics frames, each
+// group's points as amounts per step (see SeriesGroup), for callers that
+// render time series themselves (the Pyroscope-compatible API).
+func (e *Engine) SeriesPoints(ctx context.Context, r *Request) ([]SeriesGroup, error) {
+	if r.Type != TypeMetrics || r.Ratio {
+		return nil, fmt.Errorf("%w: series points answer metrics queries without ratio, not queryType %q", ErrInvalidQuery, r.Type)
+	}
+	if err := e.checkFilters(r); err != nil {
+		return nil, err
+	}
+	if _, err := e.prepareTraces(ctx, r); err != nil {
+		return nil, err
+	}
+	acc := newSeriesAccumulator(r)
+	if err := e.layout().series(ctx, r, acc); err != nil {
+		return nil, err
+	}
+	return acc.points(), nil
+}
+
 // flamehouseLayout reads Flamehouse's tables: sums per stack id from the
 // samples table or its rollups, then stacks and frames by id (cached).
 type flamehouseLayout struct {
@@ -153,7 +198,7 @@ func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue
 		return nil, nil, err
 	}
 	sym := l.e.symbols()
-	stacks, f, err := l.e.stacks(ctx, r, keys, sym)
+	stacks, groups, f, err := l.e.stacks(ctx, r, keys, sym)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -161,6 +206,7 @@ func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue
 	if err != nil {
 		return nil, nil, err
 	}
+	names.groups = groups
 	res, err := l.e.resolution(ctx, natives)
 	if err != nil {
 		return nil, nil, err
@@ -221,6 +267,9 @@ type stackValue struct {
 	id     uint64
 	value  int64
 	frames []uint64
+	// group indexes the answer's groups (frameNames.groups) when it is
+	// grouped.
+	group int32
 }
 
 // stacksFrame renders stacks as a flame graph or a top-functions table.
@@ -229,38 +278,148 @@ func stacksFrame(r *Request, stacks []stackValue, fn *frameNames) *data.Frame {
 	unit := flame.Unit(r.ProfileType.SampleUnit)
 	if r.Type == TypeTable {
 		fns := flame.NewFunctions(names)
-		eachPath(stacks, fn, names, fns.Add)
+		eachPath(stacks, fn, names, shapeOf(r), fns.Add)
 		if r.Alert {
 			return alertTableFrame(fns.Top(r.Limit), unit)
 		}
 		return flame.TableFrame(fns.Top(r.Limit), unit)
 	}
 	tree := flame.NewTree(names)
-	eachPath(stacks, fn, names, tree.Add)
+	eachPath(stacks, fn, names, shapeOf(r), tree.Add)
 	return tree.Frame(r.MaxNodes, unit)
 }
 
+// pathShape is what shapes an answer's label paths beyond its frames'
+// labels: the frame kinds hidden or collapsed, and the label a path must
+// end in ("" for any).
+type pathShape struct {
+	hide, collapse FrameKinds
+	// leaf is a self function filter applied to the shaped paths: with
+	// frames hidden or collapsed, the stack's leaf as shown may differ
+	// from its stored leaf (which the SQL filter reads; see selfInGo).
+	leaf string
+}
+
+// shapeOf is a request's path shape.
+func shapeOf(r *Request) pathShape {
+	s := pathShape{hide: r.HideFrames, collapse: r.CollapseFrames}
+	if selfInGo(r) {
+		s.leaf = r.Function
+	}
+	return s
+}
+
+// selfInGo reports whether a request's self function filter is applied to
+// the shaped paths rather than in SQL: when frames are hidden or
+// collapsed, "self" is the leaf the flame graph shows, and the SQL keeps
+// the stacks that contain the function.
+func selfInGo(r *Request) bool { return r.Function != "" && r.FunctionSelf && r.shapesFrames() }
+
+// stackRequest is the request whose stacks a flame graph or table reads:
+// r, or with the self function filter in Go (selfInGo) the stacks that
+// contain the function.
+func stackRequest(r *Request) *Request {
+	if !selfInGo(r) {
+		return r
+	}
+	c := *r
+	c.FunctionSelf = false
+	return &c
+}
+
+// pather turns stacks of frame ids into label paths: frame labels,
+// several for frames with inline levels, frame kinds applied.
+type pather struct {
+	names *flame.Names
+	ids   *nameIDs
+	view  *kindView
+	// leaf is the id of the label paths must end in (-1: any).
+	leaf int32
+}
+
+// newPather interns the labels of the frames of fns (the sides of one
+// answer: their frame ids mean the same) and prepares their kinds.
+func newPather(names *flame.Names, shape pathShape, fns ...*frameNames) *pather {
+	n := 0
+	for _, fn := range fns {
+		n += len(fn.labels)
+	}
+	ids := newNameIDs(n)
+	kinds := fns[0].kinds
+	for i, fn := range fns {
+		ids.add(fn, names)
+		if i > 0 && len(fn.kinds) > 0 {
+			merged := make(map[uint64]frameKind, len(kinds)+len(fn.kinds))
+			maps.Copy(merged, kinds)
+			maps.Copy(merged, fn.kinds)
+			kinds = merged
+		}
+	}
+	p := &pather{names: names, ids: ids, view: newKindView(names, ids, kinds, shape.hide, shape.collapse), leaf: -1}
+	if shape.leaf != "" {
+		p.leaf = names.ID(shape.leaf)
+	}
+	return p
+}
+
+// idPath turns a stack's frame ids into label ids (path is reused), and
+// reports whether the stack is kept (its path ends in the leaf filter's).
+func (p *pather) idPath(path []int32, frames []uint64) ([]int32, bool) {
+	if p.view != nil {
+		path = p.view.appendIDs(path[:0], frames)
+	} else {
+		path = p.ids.path(path, frames, p.names)
+	}
+	return path, p.keeps(path, 0)
+}
+
+// keeps reports whether a path whose frames start at start ends in the
+// leaf filter's label.
+func (p *pather) keeps(path []int32, start int) bool {
+	return p.leaf < 0 || (len(path) > start && path[len(path)-1] == p.leaf)
+}
+
 // eachPath calls add with every stack's label ids (root first; the slice
-// is reused) and value.
-func eachPath(stacks []stackValue, fn *frameNames, names *flame.Names, add func(path []int32, value int64)) {
+// is reused) and value: its group's node first when the answer is grouped,
+// then its frames' labels, shaped by frame kinds; stacks whose shaped leaf
+// is not the shape's leaf are left out.
+func eachPath(stacks []stackValue, fn *frameNames, names *flame.Names, shape pathShape, add func(path []int32, value int64)) {
 	d := fn.dense
 	if d == nil || len(d.ends) != len(stacks) { // labels not looked up through frameLabels
 		d = denseFramesOf(stacks)
 	}
-	ids := newNameIDs(len(fn.labels))
-	ids.add(fn, names)
+	p := newPather(names, shape, fn)
+	ids := p.ids
 	nameOf := ids.dense(d, names)
+	var kindOf []frameKind
+	if p.view != nil {
+		kindOf = p.view.denseKinds(d)
+	}
+	var groups []int32
+	for _, g := range fn.groups {
+		groups = append(groups, names.ID(g))
+	}
 	path := make([]int32, 0, 64)
 	for i, s := range stacks {
 		path = path[:0]
-		for _, k := range d.stack(i) {
-			if id := nameOf[k]; id >= 0 {
-				path = append(path, id)
-			} else {
-				path = append(path, ids.multi[-id-1]...)
+		if groups != nil {
+			path = append(path, groups[s.group])
+		}
+		start := len(path)
+		if p.view != nil {
+			path = p.view.appendDense(path, d.stack(i), nameOf, kindOf)
+		} else {
+			for _, k := range d.stack(i) {
+				if id := nameOf[k]; id >= 0 {
+					path = append(path, id)
+				} else {
+					path = append(path, ids.multi[-id-1]...)
+				}
 			}
 		}
-		add(path, s.value)
+		if p.keeps(path, start) {
+			add(path, s.value)
+		}
 	}
 }
 
@@ -317,9 +476,26 @@ func index32(n int) int32 {
 type frameNames struct {
 	labels map[uint64]string
 	levels map[uint64][]string
+	// kinds are the kinds of the frames that are not kindCode (nil when
+	// none is).
+	kinds map[uint64]frameKind
+	// groups name the groups of a grouped answer (stackValue.group
+	// indexes them); nil when it is not grouped.
+	groups []string
 	// dense numbers the frames of the stacks frameLabels looked the labels
 	// up for, in their order (nil when the labels came another way).
 	dense *denseFrames
+}
+
+// setKind notes a frame's kind.
+func (fn *frameNames) setKind(id uint64, k frameKind) {
+	if k == kindCode {
+		return
+	}
+	if fn.kinds == nil {
+		fn.kinds = map[uint64]frameKind{}
+	}
+	fn.kinds[id] = k
 }
 
 // nameIDs are the name ids of frames in a tree: ids[frame] >= 0 is one
@@ -331,20 +507,28 @@ type nameIDs struct {
 
 func newNameIDs(n int) *nameIDs { return &nameIDs{ids: make(map[uint64]int32, n)} }
 
-// add interns the names of frames not known yet.
+// add interns the names of frames not known yet; kernel frames' labels
+// carry the kernel mark (markLabel).
 func (n *nameIDs) add(fn *frameNames, names *flame.Names) {
 	for id, label := range fn.labels {
 		if _, ok := n.ids[id]; ok {
 			continue
 		}
+		kernel := len(fn.kinds) > 0 && fn.kinds[id] == kindKernel
 		if levels, ok := fn.levels[id]; ok {
 			path := make([]int32, len(levels))
 			for i, l := range levels {
+				if kernel {
+					l = markLabel(l, kindKernel)
+				}
 				path[i] = names.ID(l)
 			}
 			n.ids[id] = -int32(len(n.multi)) - 1 //nolint:gosec // G115: far fewer frames than 2^31
 			n.multi = append(n.multi, path)
 			continue
+		}
+		if kernel {
+			label = markLabel(label, kindKernel)
 		}
 		n.ids[id] = names.ID(label)
 	}
@@ -391,39 +575,107 @@ func (e *Engine) symbols() *Symbols {
 	return NewSymbols(1<<62, 1<<62)
 }
 
-// stacks sums the request's values per stack and resolves each stack's
-// frame ids (cached ones from the cache).
-func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, sym *Symbols) ([]stackValue, *filter, error) {
+// stacks sums the request's values per stack (per group and stack for a
+// grouped flame graph: flameGroupBy) and resolves each stack's frame ids
+// (cached ones from the cache). groups name the groups.
+func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, sym *Symbols) (out []stackValue, groups []string, _ *filter, _ error) {
 	var p params
-	f := buildFilter(&p, e.Tables, e.Tenant, r, keys)
-	segs := plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1)
-	rows, err := e.read(ctx, r, sumsSQL(&p, e.Tables, f, segs), p.args)
+	f := buildFilter(&p, e.Tables, e.Tenant, stackRequest(r), keys)
+	groupBy := flameGroupBy(r)
+	var q string
+	if len(groupBy) == 0 {
+		q = sumsSQL(&p, e.Tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+	} else {
+		exprs, seriesCols, raw := groupExprs(&p, groupBy, keys)
+		segs := plan(r.From.Unix(), ceilSecond(r.To), f.source(len(seriesCols) > 0, raw), 1)
+		q = groupedSumsSQL(&p, e.Tables, e.Tenant, f, segs, exprs, seriesCols, raw)
+	}
+	rows, err := e.read(ctx, r, q, p.args)
 	if err != nil {
-		return nil, nil, fmt.Errorf("sum samples per stack: %w", err)
+		return nil, nil, nil, fmt.Errorf("sum samples per stack: %w", err)
 	}
 	defer closeRows(rows)
 	var ids []uint64
 	var values []int64
+	var ofStack []int32
+	g := newGroupIndex(groupBy)
+	groupValues := make([]string, len(groupBy))
+	dest := make([]any, 0, len(groupBy)+2)
+	for i := range groupValues {
+		dest = append(dest, &groupValues[i])
+	}
+	var id uint64
+	var v int64
+	dest = append(dest, &id, &v)
 	for rows.Next() {
-		var id uint64
-		var v int64
-		if err := rows.Scan(&id, &v); err != nil {
-			return nil, nil, err
+		if err := rows.Scan(dest...); err != nil {
+			return nil, nil, nil, err
 		}
 		ids, values = append(ids, id), append(values, v)
+		if g != nil {
+			ofStack = append(ofStack, g.of(groupValues))
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	frames, err := e.stackFrames(ctx, f, ids, sym)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	out := make([]stackValue, len(ids))
+	out = make([]stackValue, len(ids))
 	for i, id := range ids {
 		out[i] = stackValue{id: id, value: values[i], frames: frames[id]}
+		if g != nil {
+			out[i].group = ofStack[i]
+		}
 	}
-	return out, f, nil
+	return out, g.names(), f, nil
+}
+
+// flameGroupBy are the labels that split a flame graph's root into one
+// node per group: the request's groupBy for flame graphs (profile, both);
+// tables and diffs are not grouped.
+func flameGroupBy(r *Request) []string {
+	if r.Type == TypeProfile || r.Type == TypeBoth {
+		return r.GroupBy
+	}
+	return nil
+}
+
+// groupIndex numbers the groups of a grouped answer in the order seen.
+type groupIndex struct {
+	groupBy []string
+	index   map[string]int32
+	list    []string
+}
+
+// newGroupIndex returns the index of the groups of labels, nil for none.
+func newGroupIndex(groupBy []string) *groupIndex {
+	if len(groupBy) == 0 {
+		return nil
+	}
+	return &groupIndex{groupBy: groupBy, index: map[string]int32{}}
+}
+
+// of is the number of the group of label values.
+func (g *groupIndex) of(values []string) int32 {
+	name := groupName(g.groupBy, values)
+	i, ok := g.index[name]
+	if !ok {
+		i = index32(len(g.list))
+		g.index[name] = i
+		g.list = append(g.list, name)
+	}
+	return i
+}
+
+// names are the groups' names by number (nil without groups).
+func (g *groupIndex) names() []string {
+	if g == nil {
+		return nil
+	}
+	return g.list
 }
 
 // stackFrames finds the frame ids of stacks: cached, else from the stacks
@@ -494,7 +746,7 @@ func (e *Engine) frameLabels(ctx context.Context, f *filter, stacks []stackValue
 	names := &frameNames{labels: make(map[uint64]string, len(dense.ids)), dense: dense}
 	natives := map[uint64]nativeFrame{}
 	key := labelKey{tenant: e.Tenant, lines: lines}
-	missing := sym.labelsOf(key, dense.ids, names.labels, natives)
+	missing := sym.labelsOf(key, dense.ids, names, natives)
 	if len(missing) == 0 {
 		return names, natives, nil
 	}
@@ -503,11 +755,11 @@ func (e *Engine) frameLabels(ctx context.Context, f *filter, stacks []stackValue
 		return nil, nil, err
 	}
 	return names, natives, lookup(f, missing, func(chunk []uint64) error {
-		return e.loadFrames(ctx, f, chunk, key, pr.placement, names.labels, natives, sym)
+		return e.loadFrames(ctx, f, chunk, key, pr.placement, names, natives, sym)
 	})
 }
 
-func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, key labelKey, placement bool, labels map[uint64]string,
+func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, key labelKey, placement bool, fn *frameNames,
 	natives map[uint64]nativeFrame, sym *Symbols,
 ) error {
 	var p params
@@ -516,18 +768,21 @@ func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, key la
 		return fmt.Errorf("load frames: %w", err)
 	}
 	defer rows.Close()
+	var frameType string
 	for rows.Next() {
 		var id uint64
 		var label string
 		var n nativeFrame
-		if err := rows.Scan(&id, &label, &n.buildID, &n.address, &n.mappingStart, &n.mappingOffset); err != nil {
+		if err := rows.Scan(&id, &label, &n.buildID, &n.address, &n.mappingStart, &n.mappingOffset, &frameType); err != nil {
 			return err
 		}
-		labels[id] = label
+		fn.labels[id] = label
 		if n.buildID != "" {
 			natives[id] = n
 		}
-		sym.addLabel(key, id, label, n)
+		kind := kindOfType(frameType)
+		fn.setKind(id, kind)
+		sym.addLabel(key, id, label, kind, n)
 	}
 	return rows.Err()
 }

@@ -37,9 +37,23 @@ const LinkExecutableFlameGraph = "Flame graph of this executable"
 // id (either may be empty).
 type exeKey struct{ file, buildID string }
 
+// viewKey is the row of the view a frame's executable is counted in: its
+// build id when it has one (an executable mapped under several names is
+// one file: the eBPF profiler sends a mapping's base name, other senders
+// its path), else its mapped file.
+func (k exeKey) viewKey() exeKey {
+	if k.buildID != "" {
+		return exeKey{buildID: k.buildID}
+	}
+	return k
+}
+
 // exeSum is what the view shows of one executable.
 type exeSum struct {
-	key exeKey
+	// key is the row's viewKey; file is the name it shows, the longest
+	// of the names it was mapped under (a path over a base name).
+	key  exeKey
+	file string
 	// value is the total of the stacks through it, each counted once.
 	value int64
 	// frames are its distinct frames, named those the sender named,
@@ -144,11 +158,14 @@ func (l *flamehouseLayout) executables(ctx context.Context, r *Request) (*execut
 	out := &executableSums{}
 	sums := map[exeKey]*exeSum{}
 	sumOf := func(k exeKey) *exeSum {
-		s := sums[k]
+		s := sums[k.viewKey()]
 		if s == nil {
-			s = &exeSum{key: k}
-			sums[k] = s
+			s = &exeSum{key: k.viewKey(), file: k.file}
+			sums[k.viewKey()] = s
 			out.exes = append(out.exes, s)
+		}
+		if len(k.file) > len(s.file) || (len(k.file) == len(s.file) && k.file < s.file) {
+			s.file = k.file
 		}
 		return s
 	}
@@ -157,8 +174,8 @@ func (l *flamehouseLayout) executables(ctx context.Context, r *Request) (*execut
 		out.total += values[i]
 		clear(inStack)
 		for _, fr := range stackFrames[id] {
-			if x := frames[fr]; x != nil && !inStack[x.key] {
-				inStack[x.key] = true
+			if x := frames[fr]; x != nil && !inStack[x.key.viewKey()] {
+				inStack[x.key.viewKey()] = true
 				s := sumOf(x.key)
 				s.value += values[i]
 				s.lastSeen = max(s.lastSeen, seen[i])
@@ -190,7 +207,7 @@ func (l *flamehouseLayout) executables(ctx context.Context, r *Request) (*execut
 	if res != nil {
 		for id, n := range natives {
 			if t, _ := res.lookup(n); t != nil {
-				sums[frames[id].key].resolved++
+				sums[frames[id].key.viewKey()].resolved++
 			}
 		}
 	}
@@ -275,6 +292,7 @@ func (l *otelLayout) executables(ctx context.Context, r *Request) (*executableSu
 		if err := rows.Scan(&s.key.file, &s.value, &s.lastSeen, &out.total); err != nil {
 			return nil, err
 		}
+		s.file = s.key.file
 		if x := files[path.Base(s.key.file)]; x != nil {
 			s.key.buildID = x.buildID
 			out.stored[x.buildID] = x
@@ -346,7 +364,7 @@ func (e *Engine) executablesView(ctx context.Context, l layout, r *Request) (*da
 		if c := cmp.Compare(b.value, a.value); c != 0 {
 			return c
 		}
-		if c := strings.Compare(a.key.file, b.key.file); c != 0 {
+		if c := strings.Compare(a.file, b.file); c != 0 {
 			return c
 		}
 		return strings.Compare(a.key.buildID, b.key.buildID)
@@ -374,17 +392,24 @@ func (s *executableSums) source(x *exeSum) string {
 
 // executablesFrame renders the view. Each executable links to the flame
 // graph of the stacks through it: the query's selection with the row's
-// mapping file and build id (Grafana fills them in from the row).
+// build id, or without one its mapping file (Grafana fills them in from
+// the row: the hidden field mappingFileFilter is the file of rows without
+// a build id, "" for the others, whose frames may have been mapped under
+// other names).
 func executablesFrame(r *Request, sums *executableSums, target linkTarget) *data.Frame {
 	n := len(sums.exes)
 	names, files, buildIDs, sources := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	filters := make([]string, n)
 	shares, symbolized := make([]float64, n), make([]float64, n)
 	values, frames := make([]int64, n), make([]int64, n)
 	seen := make([]time.Time, n)
 	for i, x := range sums.exes {
-		names[i], files[i], buildIDs[i] = path.Base(x.key.file), x.key.file, x.key.buildID
-		if x.key.file == "" {
+		names[i], files[i], buildIDs[i] = path.Base(x.file), x.file, x.key.buildID
+		if x.file == "" {
 			names[i] = x.key.buildID
+		}
+		if x.key.buildID == "" || sums.byFile {
+			filters[i] = x.file
 		}
 		values[i], frames[i] = x.value, x.frames
 		if sums.total > 0 {
@@ -397,7 +422,7 @@ func executablesFrame(r *Request, sums *executableSums, target linkTarget) *data
 		seen[i] = time.Unix(x.lastSeen, 0).UTC()
 	}
 	query := profileQuery(r.ProfileType.ID, r.Matchers, r.SpanIDs, r.TraceID)
-	query["mappingFile"] = "${__data.fields.mappingFile}"
+	query["mappingFile"] = "${__data.fields.mappingFileFilter}"
 	if !sums.byFile {
 		query["buildId"] = "${__data.fields.buildId}"
 	}
@@ -418,6 +443,7 @@ func executablesFrame(r *Request, sums *executableSums, target linkTarget) *data
 		named(data.NewField("source", nil, sources), "Symbol source"),
 		named(data.NewField("lastSeen", nil, seen), "Last seen"),
 		named(data.NewField("mappingFile", nil, files), "Mapping file"),
+		data.NewField("mappingFileFilter", nil, filters).SetConfig(&data.FieldConfig{Custom: map[string]any{"hidden": true}}),
 	)
 	return frame.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeTable, Custom: map[string]any{"flamehouse": "executables"}})
 }

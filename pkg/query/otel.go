@@ -184,14 +184,23 @@ func (l *otelLayout) stacks(ctx context.Context, r *Request) ([]stackValue, *fra
 	names := &frameNames{labels: map[uint64]string{}}
 	natives := map[uint64]nativeFrame{}
 	var stacks []stackValue
+	g := newGroupIndex(flameGroupBy(r))
+	var hash uint64
+	var v int64
+	var packed string
+	groupValues := make([]string, len(flameGroupBy(r)))
+	dest := []any{&hash, &v, &packed}
+	for i := range groupValues {
+		dest = append(dest, &groupValues[i])
+	}
 	for rows.Next() {
-		var hash uint64
-		var v int64
-		var packed string
-		if err := rows.Scan(&hash, &v, &packed); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, err
 		}
 		s := stackValue{value: v}
+		if g != nil {
+			s.group = g.of(groupValues)
+		}
 		if packed != "" {
 			for label := range strings.SplitSeq(packed, "\x00") {
 				id, ok := ids[label]
@@ -212,6 +221,7 @@ func (l *otelLayout) stacks(ctx context.Context, r *Request) ([]stackValue, *fra
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
+	names.groups = g.names()
 	if len(natives) > 0 {
 		exes := map[string]*executable{}
 		for _, x := range files {
@@ -229,11 +239,18 @@ func (l *otelLayout) stacks(ctx context.Context, r *Request) ([]stackValue, *fra
 // stacksSQL sums values per stack with each stack's frame labels, packed
 // root first and separated by NUL.
 func (l *otelLayout) stacksSQL(p *params, r *Request, files map[string]*executable) string {
-	where, value := l.requestWhere(p, r, r.From.Unix())
+	where, value := l.requestWhere(p, stackRequest(r), r.From.Unix())
 	label, group := otelStackLabel(p, r.Lines, files)
-	return "SELECT h, v, arrayStringConcat(arrayReverse(arrayMap(" + label + ", s.1, s.2, s.3, s.4, s.5)), '\\0') FROM (" +
-		"SELECT StackHash AS h, sum(" + value + ") AS v, any((FunctionNames, MappingFileNames, FileNames, Addresses, arrayResize(LineNumbers, length(FunctionNames)))) AS s FROM " +
-		l.table + " WHERE " + where + " GROUP BY StackHash, cityHash64(MappingFileNames)" + group + ")"
+	groupBy := flameGroupBy(r)
+	keys := groupKeys(len(groupBy))
+	var groups, outer strings.Builder
+	for i, g := range groupBy {
+		groups.WriteString(", " + otelLabel(p, g) + " AS " + keys[i])
+		outer.WriteString(", " + keys[i])
+	}
+	return "SELECT h, v, arrayStringConcat(arrayReverse(arrayMap(" + label + ", s.1, s.2, s.3, s.4, s.5)), '\\0')" + outer.String() + " FROM (" +
+		"SELECT StackHash AS h, sum(" + value + ") AS v, any((FunctionNames, MappingFileNames, FileNames, Addresses, arrayResize(LineNumbers, length(FunctionNames)))) AS s" +
+		groups.String() + " FROM " + l.table + " WHERE " + where + " GROUP BY StackHash, cityHash64(MappingFileNames)" + group + outer.String() + ")"
 }
 
 // otelMarker starts the label of an unsymbolized frame that the symbol

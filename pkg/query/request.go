@@ -94,6 +94,12 @@ type JSON struct {
 	// query lists them). Either may be empty, not both when one is set.
 	BuildID     string `json:"buildId"`
 	MappingFile string `json:"mappingFile"`
+	// HideFrames and CollapseFrames shape flame graphs and tables by frame
+	// kind ("kernel", "native": see framekinds.go): a hidden kind's frames
+	// are dropped (their samples go to the caller), each run of a
+	// collapsed kind's frames becomes one node.
+	HideFrames     []string `json:"hideFrames"`
+	CollapseFrames []string `json:"collapseFrames"`
 }
 
 // SideJSON is the left side of a diff query: its label selector (empty:
@@ -156,12 +162,18 @@ type Request struct {
 	// BuildID and MappingFile keep the stacks through an executable (see
 	// JSON.BuildID); both "" without that filter.
 	BuildID, MappingFile string
+	// HideFrames and CollapseFrames are the frame kinds flame graphs and
+	// tables drop or collapse (JSON.HideFrames).
+	HideFrames, CollapseFrames FrameKinds
 	// Left is a diff query's baseline: a profile request over its own
 	// selection and range; the diff request is the comparison.
 	Left *Request
 	// Alert is set for queries of Grafana's alert evaluation, which reads
 	// numbers only: time series, or one number per row.
 	Alert bool
+	// DiffUnscaled keeps a diff's baseline values as they are (see
+	// Options.DiffUnscaled).
+	DiffUnscaled bool
 
 	// rangeFrom and rangeTo are the time range as sent, before padding:
 	// the range of the links the frames carry.
@@ -208,6 +220,9 @@ type Options struct {
 	MinStep time.Duration
 	// Alert marks queries of Grafana's alert evaluation (Request.Alert).
 	Alert bool
+	// DiffUnscaled compares a diff's sides as they are: the baseline is not
+	// scaled to the comparison's range length (Pyroscope's diff).
+	DiffUnscaled bool
 	// Now is the time relative times (now-1h) are read at; nil: the clock.
 	Now func() time.Time
 }
@@ -226,7 +241,7 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	if err := json.Unmarshal(raw, &q); err != nil {
 		return nil, fmt.Errorf("the query is not valid JSON: %w", err)
 	}
-	r := &Request{From: from, To: to, Padding: opts.SpanPadding, rangeFrom: from, rangeTo: to, Alert: opts.Alert}
+	r := &Request{From: from, To: to, Padding: opts.SpanPadding, rangeFrom: from, rangeTo: to, Alert: opts.Alert, DiffUnscaled: opts.DiffUnscaled}
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -245,6 +260,7 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	add(r.setFunction(q.Function, q.FunctionValue, q.Ratio))
 	add(r.setGranularity(q.Granularity))
 	add(r.setExecutable(q.BuildID, q.MappingFile))
+	add(r.setFrameKinds(q.HideFrames, q.CollapseFrames))
 	if r.Type == TypeDiff {
 		add(r.setLeft(q.Left, opts.now()))
 	} else if q.Left != nil {
@@ -353,6 +369,30 @@ func (r *Request) setExecutable(buildID, file string) error {
 	return errors.Join(errs...)
 }
 
+// setFrameKinds sets the frame kinds flame graphs and tables hide or
+// collapse.
+func (r *Request) setFrameKinds(hide, collapse []string) error {
+	var errs []error
+	var err error
+	if r.HideFrames, err = parseFrameKinds("hideFrames", hide); err != nil {
+		errs = append(errs, err)
+	}
+	if r.CollapseFrames, err = parseFrameKinds("collapseFrames", collapse); err != nil {
+		errs = append(errs, err)
+	}
+	if both := r.HideFrames & r.CollapseFrames; both != 0 {
+		errs = append(errs, fmt.Errorf("frames of a kind are hidden or collapsed, not both: %s", strings.Join(both.Names(), ", ")))
+	}
+	if (r.HideFrames|r.CollapseFrames) != 0 && (r.Type == TypeTraces || r.Type == TypeSpans || r.Type == TypeExecutables) {
+		errs = append(errs, fmt.Errorf("hideFrames and collapseFrames shape flame graphs and tables, not queryType %q", r.Type))
+	}
+	return errors.Join(errs...)
+}
+
+// shapesFrames reports whether flame graphs and tables hide or collapse
+// frames of some kind.
+func (r *Request) shapesFrames() bool { return r.HideFrames|r.CollapseFrames != 0 }
+
 // maxFunctionLength bounds a function filter's name.
 const maxFunctionLength = 4096
 
@@ -396,6 +436,7 @@ func (r *Request) setLeft(side *SideJSON, now time.Time) error {
 	left := &Request{
 		Type: TypeProfile, ProfileType: r.ProfileType, Matchers: r.Matchers, MaxNodes: r.MaxNodes, Limit: r.Limit,
 		Function: r.Function, FunctionSelf: r.FunctionSelf, Lines: r.Lines, BuildID: r.BuildID, MappingFile: r.MappingFile,
+		HideFrames: r.HideFrames, CollapseFrames: r.CollapseFrames,
 	}
 	if strings.TrimSpace(side.LabelSelector) != "" {
 		ms, err := selector.Parse(side.LabelSelector)
@@ -429,10 +470,10 @@ func (s *SideJSON) timeRange(rightFrom, rightTo, now time.Time, ownSelector bool
 		if strings.TrimSpace(string(s.From)) == "" || strings.TrimSpace(string(s.To)) == "" {
 			return from, to, errors.New("left: from and to go together")
 		}
-		if from, err = parseTime(string(s.From), now); err != nil {
+		if from, err = ParseTime(string(s.From), now); err != nil {
 			return from, to, fmt.Errorf("left from: %w", err)
 		}
-		if to, err = parseTime(string(s.To), now); err != nil {
+		if to, err = ParseTime(string(s.To), now); err != nil {
 			return from, to, fmt.Errorf("left to: %w", err)
 		}
 		return from, to, nil
@@ -556,9 +597,9 @@ func truncate(s string) string {
 	return s
 }
 
-// parseTime reads a time: Unix milliseconds, RFC 3339, or Grafana's
+// ParseTime reads a time: Unix milliseconds, RFC 3339, or Grafana's
 // relative now, now-<duration> and now+<duration>.
-func parseTime(text string, now time.Time) (time.Time, error) {
+func ParseTime(text string, now time.Time) (time.Time, error) {
 	text = strings.TrimSpace(text)
 	if ms, err := strconv.ParseInt(text, 10, 64); err == nil {
 		return time.UnixMilli(ms), nil

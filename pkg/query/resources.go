@@ -181,3 +181,49 @@ func (e *Engine) strings(ctx context.Context, q string, p *params) ([]string, er
 	}
 	return out, rows.Err()
 }
+
+// maxSeriesInfos bounds a series lookup.
+const maxSeriesInfos = 100000
+
+// SeriesInfo is one series with data in a scope: its profile type, service
+// and resource attributes (keys as stored, with dots).
+type SeriesInfo struct {
+	ProfileType, ServiceName string
+	Resource                 map[string]string
+}
+
+// SeriesInfos lists the series with data in the scope, one per profile
+// type and series, at most 100,000 (more is an error naming the bound).
+// Only Flamehouse's tables keep series; the exporter's table has none.
+func (e *Engine) SeriesInfos(ctx context.Context, s Scope) ([]SeriesInfo, error) {
+	if e.Schema == SchemaOTel {
+		return nil, fmt.Errorf("%w: the exporter's table keeps no series catalog", ErrInvalidQuery)
+	}
+	l := &flamehouseLayout{e: e}
+	var p params
+	q := "SELECT c.ProfileType, c.ServiceName, s.ResourceAttributes FROM (SELECT DISTINCT ProfileType, ServiceName, SeriesId FROM " +
+		e.Tables.Qualified(schema.Catalog) + " WHERE " + l.catalogConds(&p, s) + ") AS c LEFT JOIN (SELECT SeriesId, any(ResourceAttributes) AS ResourceAttributes FROM " +
+		e.Tables.Qualified(schema.Series) + " WHERE TenantId = " + p.str(e.Tenant) + " AND SeriesId IN (SELECT SeriesId FROM " + e.Tables.Qualified(schema.Catalog) + " WHERE " +
+		l.catalogConds(&p, s) + ") GROUP BY SeriesId) AS s ON c.SeriesId = s.SeriesId" +
+		" ORDER BY c.ProfileType, c.ServiceName, c.SeriesId LIMIT " + p.i64(maxSeriesInfos+1)
+	rows, err := e.Conn.Query(ctx, q, p.args...)
+	if err != nil {
+		return nil, fmt.Errorf("look up series: %w", err)
+	}
+	defer closeRows(rows)
+	var out []SeriesInfo
+	for rows.Next() {
+		var info SeriesInfo
+		if err := rows.Scan(&info.ProfileType, &info.ServiceName, &info.Resource); err != nil {
+			return nil, fmt.Errorf("look up series: %w", err)
+		}
+		out = append(out, info)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("look up series: %w", err)
+	}
+	if len(out) > maxSeriesInfos {
+		return nil, fmt.Errorf("%w: more than %d series in the range; narrow the selector or the range", ErrInvalidQuery, maxSeriesInfos)
+	}
+	return out, nil
+}

@@ -70,10 +70,9 @@ func (*seriesAccumulator) ratios(g *groupSeries, totals map[int64]float64) (time
 	return times, values
 }
 
-// frames renders the top Limit groups by total, each as a time series
-// frame (rates, or amounts for a gauge profile type) whose value field
-// links to the group's flame graph.
-func (a *seriesAccumulator) frames(target linkTarget) data.Frames {
+// top is the Limit groups with the largest totals, largest first (ties by
+// labels).
+func (a *seriesAccumulator) top() []*groupSeries {
 	groups := slices.Clone(a.order)
 	slices.SortStableFunc(groups, func(x, y *groupSeries) int {
 		switch {
@@ -87,6 +86,50 @@ func (a *seriesAccumulator) frames(target linkTarget) data.Frames {
 	if len(groups) > a.r.Limit {
 		groups = groups[:a.r.Limit]
 	}
+	return groups
+}
+
+// SeriesGroup is one group of a time-series answer as numbers.
+type SeriesGroup struct {
+	// Labels are the group's values of the request's GroupBy labels, in
+	// its order, named as selectors spell them ("" for an absent label).
+	Labels []LabelValue
+	// Times are the buckets' starts, Values their values: a bucket's sum
+	// in the profile type's unit (the amount over the step; the frames
+	// divide it by the step to show rates), or for a gauge profile type
+	// the amount the frames show (each series' average over its snapshots
+	// in the bucket, added up over the series).
+	Times  []time.Time
+	Values []float64
+}
+
+// LabelValue is a label and its value.
+type LabelValue struct {
+	Name, Value string
+}
+
+// points renders the top Limit groups as numbers (see SeriesGroup).
+func (a *seriesAccumulator) points() []SeriesGroup {
+	groups := a.top()
+	out := make([]SeriesGroup, 0, len(groups))
+	for _, g := range groups {
+		sg := SeriesGroup{Labels: make([]LabelValue, len(g.groups)), Times: make([]time.Time, len(g.times)), Values: slices.Clone(g.values)}
+		for i, v := range g.groups {
+			sg.Labels[i] = LabelValue{Name: labelName(a.r.GroupBy[i]), Value: v}
+		}
+		for i, t := range g.times {
+			sg.Times[i] = time.Unix(t, 0).UTC()
+		}
+		out = append(out, sg)
+	}
+	return out
+}
+
+// frames renders the top Limit groups by total, each as a time series
+// frame (rates, or amounts for a gauge profile type) whose value field
+// links to the group's flame graph.
+func (a *seriesAccumulator) frames(target linkTarget) data.Frames {
+	groups := a.top()
 	unit, scale := seriesUnit(a.r.ProfileType)
 	perSecond := 1.0 // a gauge's amount
 	if !a.r.ProfileType.Gauge() {
@@ -168,13 +211,17 @@ func (a *seriesAccumulator) functionValue() string {
 	return FunctionTotal
 }
 
-// groupName is a group's label values joined by ", ", an absent or empty
-// label as "(no <label>)".
-func (a *seriesAccumulator) groupName(g *groupSeries) string {
-	parts := make([]string, len(g.groups))
-	for i, v := range g.groups {
+// groupName is a group's name.
+func (a *seriesAccumulator) groupName(g *groupSeries) string { return groupName(a.r.GroupBy, g.groups) }
+
+// groupName names a group of an answer (a series, a flame graph's group
+// node): its label values joined by ", ", an absent or empty label as
+// "(no <label>)".
+func groupName(groupBy, values []string) string {
+	parts := make([]string, len(values))
+	for i, v := range values {
 		if v == "" {
-			v = "(no " + labelName(a.r.GroupBy[i]) + ")"
+			v = "(no " + labelName(groupBy[i]) + ")"
 		}
 		parts[i] = v
 	}
@@ -194,7 +241,8 @@ func (a *seriesAccumulator) selectionName() string {
 // groupQuery is the flame graph query of a group: the request's profile
 // type, matchers, spans and trace, an equality matcher per group-by label
 // with the group's value ("" selects samples without the label, as
-// grouping put them there), and the clicked point's interval.
+// grouping put them there), its function filter and frame kinds, and the
+// clicked point's interval.
 func (a *seriesAccumulator) groupQuery(g *groupSeries) map[string]any {
 	ms := slices.Clone(a.r.Matchers)
 	for i, l := range a.r.GroupBy {
@@ -203,6 +251,12 @@ func (a *seriesAccumulator) groupQuery(g *groupSeries) map[string]any {
 	q := profileQuery(a.r.ProfileType.ID, ms, a.r.SpanIDs, a.r.TraceID)
 	if a.r.Function != "" {
 		q["function"], q["functionValue"] = a.r.Function, a.functionValue()
+	}
+	if a.r.HideFrames != 0 {
+		q["hideFrames"] = a.r.HideFrames.Names()
+	}
+	if a.r.CollapseFrames != 0 {
+		q["collapseFrames"] = a.r.CollapseFrames.Names()
 	}
 	q["intervalStart"] = pointTimeVariable
 	q["intervalSeconds"] = int64(a.r.Step / time.Second)

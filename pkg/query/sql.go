@@ -198,12 +198,28 @@ func buildFilter(p *params, tables schema.Config, tenant string, r *Request, sam
 // Stacks keep their frame ids root first, so the leaf is the last.
 func functionCond(p *params, tables schema.Config, tenant string, f *filter, column, fn string, self bool) string {
 	frames := "SELECT FrameId FROM " + tables.Qualified(schema.Frames) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f) +
-		" AND " + frameLabelSQL + " = " + p.str(fn)
+		" AND " + functionLabelCond(p, fn)
 	stacks := "SELECT StackId FROM " + tables.Qualified(schema.Stacks) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f)
 	if self {
 		return column + " IN (" + stacks + " AND FrameIds[-1] IN (" + frames + "))"
 	}
 	return column + " IN (" + stacks + " AND hasAny(FrameIds, (SELECT groupUniqArray(FrameId) FROM (" + frames + "))))"
+}
+
+// functionLabelCond is true for frames a function filter names: those of
+// that label, and for a label with a frame kind's mark (markedFunction)
+// the frames of the kind with the label as stored ("read [kernel]"), or
+// any frame of the kind for a collapsed run's label ("[kernel]").
+func functionLabelCond(p *params, fn string) string {
+	cond := frameLabelSQL + " = " + p.str(fn)
+	label, kind, whole, ok := markedFunction(fn)
+	switch {
+	case !ok:
+		return cond
+	case whole:
+		return "(" + cond + " OR FrameType = " + p.str(frameTypeOfKind(kind)) + ")"
+	}
+	return "(" + cond + " OR (" + frameLabelSQL + " = " + p.str(label) + " AND FrameType = " + p.str(frameTypeOfKind(kind)) + "))"
 }
 
 // executableCond is true for rows whose stack goes through an executable:
@@ -432,7 +448,8 @@ const unsymbolizedSQL = "FunctionName = '' AND SystemName = '' AND FileName = ''
 // it was seen), at function or line granularity. An unsymbolized frame
 // with a build id comes with what resolves it from the symbol store: its
 // build id, address and, with placement (schema version 3), its
-// mapping's start and file offset; other frames with "" and zeros.
+// mapping's start and file offset; other frames with "" and zeros. Every
+// frame comes with its profile.frame.type.
 func framesSQL(p *params, tables schema.Config, tenant string, f *filter, ids []uint64, lines, placement bool) string {
 	label := frameLabelSQL
 	if lines {
@@ -443,7 +460,7 @@ func framesSQL(p *params, tables schema.Config, tenant string, f *filter, ids []
 		mapping = "if(n, MappingStart, 0), if(n, MappingOffset, 0)"
 	}
 	q := "SELECT FrameId, " + label + ", if(" + unsymbolizedSQL + " AND BuildId != '' AS n, toString(BuildId), ''), if(n, Address, 0), " + mapping +
-		" FROM " + tables.Qualified(schema.Frames) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f)
+		", toString(FrameType) FROM " + tables.Qualified(schema.Frames) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f)
 	if ids != nil {
 		q += " AND FrameId IN " + p.u64s(ids)
 	}
@@ -477,6 +494,46 @@ func groupExprs(p *params, labels []string, sampleKeys map[string]bool) (exprs, 
 	return exprs, seriesCols, raw
 }
 
+// groupedRows is the FROM of a query grouped by labels (groupExprs): the
+// segments' rows with columns cols, aliased u, joined to the series'
+// group-by columns (seriesCols, aliased r) when there are any; cols must
+// then include SeriesId.
+func groupedRows(p *params, tables schema.Config, tenant string, f *filter, segs []segment, cols string, seriesCols []string) string {
+	from := "(" + union(p, tables, f, segs, cols) + ") AS u"
+	if len(seriesCols) > 0 {
+		from += " LEFT JOIN (SELECT SeriesId, " + strings.Join(seriesCols, ", ") + " FROM " + tables.Qualified(schema.Series) +
+			" WHERE TenantId = " + p.str(tenant) + " GROUP BY SeriesId) AS r ON u.SeriesId = r.SeriesId"
+	}
+	return from
+}
+
+// groupedSumsSQL sums values per group (the groupExprs groups) and stack:
+// rows of (g0, g1, ..., StackId, sum).
+func groupedSumsSQL(p *params, tables schema.Config, tenant string, f *filter, segs []segment, groups, seriesCols []string, raw bool) string {
+	cols := "StackId, Value, ServiceName"
+	if len(seriesCols) > 0 {
+		cols += ", SeriesId"
+	}
+	if raw {
+		cols += ", SampleAttributes"
+	}
+	keys := make([]string, len(groups))
+	for i, g := range groups {
+		keys[i] = fmt.Sprintf("%s AS g%d", g, i)
+	}
+	return "SELECT " + strings.Join(keys, ", ") + ", u.StackId AS s, sum(u.Value) FROM " + groupedRows(p, tables, tenant, f, segs, cols, seriesCols) +
+		" GROUP BY " + strings.Join(groupKeys(len(groups)), ", ") + ", s"
+}
+
+// groupKeys are the aliases of n group expressions: g0, g1, ...
+func groupKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("g%d", i)
+	}
+	return keys
+}
+
 // seriesSQL aggregates a time-series query per time bucket and group from
 // the segments. A gauge profile type reads SeriesId too: its series are
 // averaged over their snapshots (bucketQuery).
@@ -491,12 +548,7 @@ func seriesSQL(p *params, tables schema.Config, tenant string, f *filter, segs [
 	if f.part != "" {
 		cols += ", StackId"
 	}
-	from := "(" + union(p, tables, f, segs, cols) + ") AS u"
-	if len(seriesCols) > 0 {
-		from += " LEFT JOIN (SELECT SeriesId, " + strings.Join(seriesCols, ", ") + " FROM " + tables.Qualified(schema.Series) +
-			" WHERE TenantId = " + p.str(tenant) + " GROUP BY SeriesId) AS r ON u.SeriesId = r.SeriesId"
-	}
-	b := bucketQuery{from: from, time: "u.Timestamp", groups: groups, value: "u.Value", part: f.part}
+	b := bucketQuery{from: groupedRows(p, tables, tenant, f, segs, cols, seriesCols), time: "u.Timestamp", groups: groups, value: "u.Value", part: f.part}
 	if gauge {
 		b.series, b.snapshot = "u.SeriesId", "u.Timestamp"
 	}

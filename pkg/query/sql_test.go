@@ -180,6 +180,26 @@ func TestGeneratedSQL(t *testing.T) {
 			f := buildFilter(p, tables, "acme", r, nil)
 			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
 		}},
+		{"flame_groupby_process.sql", func(p *params) string {
+			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{host_name=\"node-1\"}","groupBy":["process_executable_name","thread_name"]}`,
+				from.Add(time.Hour))
+			f := buildFilter(p, tables, "acme", r, sampleKeys)
+			groups, cols, raw := groupExprs(p, flameGroupBy(r), sampleKeys)
+			return groupedSumsSQL(p, tables, "acme", f, plan(r.From.Unix(), ceilSecond(r.To), f.source(len(cols) > 0, raw), 1), groups, cols, raw)
+		}},
+		{"flame_function_marked_self_hidden.sql", func(p *params) string {
+			// With kernel frames hidden, self is the leaf the flame graph shows (selfInGo): the SQL keeps the
+			// stacks through the function, a kernel frame of that name.
+			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}","function":"do_syscall_64 [kernel]","functionValue":"self","hideFrames":["kernel"]}`,
+				from.Add(time.Hour))
+			f := buildFilter(p, tables, "acme", stackRequest(r), nil)
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+		}},
+		{"flame_function_collapsed.sql", func(p *params) string {
+			r := parse(`{"profileTypeId":"`+cpu+`","function":"[native]","collapseFrames":["native"]}`, from.Add(time.Hour))
+			f := buildFilter(p, tables, "acme", stackRequest(r), nil)
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+		}},
 		{"series_function_ratio.sql", func(p *params) string {
 			r := parse(`{"queryType":"metrics","profileTypeId":"`+cpu+`","groupBy":["k8s_pod_name"],"function":"regexp.Compile","ratio":true}`, from.Add(3*time.Hour))
 			f := buildFilter(p, tables, "acme", r, nil)
@@ -234,6 +254,11 @@ func TestGeneratedSQL(t *testing.T) {
 			l := &otelLayout{table: "`otel`.`otel_profiles`"}
 			return l.stacksSQL(p, r, map[string]*executable{"libc.so.6": {buildID: "3b2b"}, "it's.so": {buildID: "ffee"}})
 		}},
+		{"otel_stacks_grouped.sql", func(p *params) string {
+			r := parse(`{"queryType":"both","profileTypeId":"`+cpu+`","groupBy":["process_executable_name","k8s_pod_name"]}`, from.Add(time.Hour))
+			l := &otelLayout{table: "`otel`.`otel_profiles`"}
+			return l.stacksSQL(p, r, nil)
+		}},
 		{"otel_executables.sql", func(p *params) string {
 			r := parse(`{"queryType":"executables","profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}"}`, from.Add(time.Hour))
 			l := &otelLayout{table: "`otel`.`otel_profiles`"}
@@ -271,6 +296,10 @@ func TestUserTextNeverReachesTheSQL(t *testing.T) {
 			executablesSQL(&p, tables, e, nil) + rangesSQL(&p, tables, e, nil, nil)
 		otel := &otelLayout{table: "`otel`.`otel_profiles`"}
 		q += otel.stacksSQL(&p, r, map[string]*executable{e: {buildID: e}}) + otel.executablesSQL(&p, r) + otel.exeFramesSQL(&p, r, []string{e})
+		q += groupedSumsSQL(&p, tables, e, f, plan(0, 100_000, bySample, 1), groups, cols, raw) +
+			functionLabelCond(&p, e+" [kernel]") + functionLabelCond(&p, "[native]")
+		r.Type = TypeProfile
+		q += otel.stacksSQL(&p, r, nil)
 		require.NotContains(t, q, e, "user text travels as parameters only")
 		r.Ratio = true
 		f = buildFilter(&p, tables, e, r, nil)

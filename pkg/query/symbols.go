@@ -20,7 +20,9 @@ type Symbols struct {
 	// labels are keyed by labelKey: tenant and granularity.
 	labels map[labelKey]map[uint64]string
 	// natives are the unsymbolized frames with a build id, per tenant.
-	natives   map[string]map[uint64]nativeFrame
+	natives map[string]map[uint64]nativeFrame
+	// kinds are the kinds of frames that are not kindCode, per tenant.
+	kinds     map[string]map[uint64]frameKind
 	frameIDs  int // frame ids held by stacks
 	labelsLen int
 	maxIDs    int
@@ -39,7 +41,7 @@ type labelKey struct {
 func NewSymbols(maxFrameIDs, maxLabels int) *Symbols {
 	return &Symbols{
 		stacks: map[string]map[uint64][]uint64{}, labels: map[labelKey]map[uint64]string{}, natives: map[string]map[uint64]nativeFrame{},
-		maxIDs: maxFrameIDs, maxLabels: maxLabels,
+		kinds: map[string]map[uint64]frameKind{}, maxIDs: maxFrameIDs, maxLabels: maxLabels,
 	}
 }
 
@@ -79,37 +81,44 @@ func (s *Symbols) addStack(tenant string, id uint64, frames []uint64) {
 }
 
 // labelsOf puts the cached label of each frame id (distinct ids) into
-// labels, and what resolves the unsymbolized ones into natives, and returns
-// the ids it does not hold.
-func (s *Symbols) labelsOf(key labelKey, ids []uint64, labels map[uint64]string, natives map[uint64]nativeFrame) (missing []uint64) {
+// fn's labels, its kind into fn's kinds, and what resolves the
+// unsymbolized ones into natives, and returns the ids it does not hold.
+func (s *Symbols) labelsOf(key labelKey, ids []uint64, fn *frameNames, natives map[uint64]nativeFrame) (missing []uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cached := s.labels[key]
 	cachedNatives := s.natives[key.tenant]
+	cachedKinds := s.kinds[key.tenant]
 	for _, id := range ids {
 		l, ok := cached[id]
 		if !ok {
 			missing = append(missing, id)
 			continue
 		}
-		labels[id] = l
+		fn.labels[id] = l
 		if len(cachedNatives) > 0 {
 			if n, ok := cachedNatives[id]; ok {
 				natives[id] = n
+			}
+		}
+		if len(cachedKinds) > 0 {
+			if k, ok := cachedKinds[id]; ok {
+				fn.setKind(id, k)
 			}
 		}
 	}
 	return missing
 }
 
-// addLabel caches a frame's label and, for an unsymbolized frame with a
-// build id (n.buildID != ""), what resolves it.
-func (s *Symbols) addLabel(key labelKey, id uint64, label string, n nativeFrame) {
+// addLabel caches a frame's label, its kind and, for an unsymbolized frame
+// with a build id (n.buildID != ""), what resolves it.
+func (s *Symbols) addLabel(key labelKey, id uint64, label string, kind frameKind, n nativeFrame) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.labelsLen >= s.maxLabels {
 		clear(s.labels)
 		clear(s.natives)
+		clear(s.kinds)
 		s.labelsLen = 0
 	}
 	cached := s.labels[key]
@@ -121,6 +130,14 @@ func (s *Symbols) addLabel(key labelKey, id uint64, label string, n nativeFrame)
 		s.labelsLen++
 	}
 	cached[id] = label
+	if kind != kindCode {
+		kinds := s.kinds[key.tenant]
+		if kinds == nil {
+			kinds = map[uint64]frameKind{}
+			s.kinds[key.tenant] = kinds
+		}
+		kinds[id] = kind
+	}
 	if n.buildID != "" {
 		natives := s.natives[key.tenant]
 		if natives == nil {

@@ -110,7 +110,8 @@ func (e *Engine) readSpans(ctx context.Context, t *tracesTables, traceID string,
 
 // traceFrame renders spans as Grafana's trace frame (the columns of
 // Tempo's), plus profileSpanID: the span id of spans with samples (nil
-// for the others), linking to the span's flame graph.
+// for the others), linking to the span's flame graph. The ProfileIDTag
+// marks exactly the spans with samples, whatever the stored attributes say.
 func traceFrame(spans []traceSpan, profiled map[string]bool, profileType string, target linkTarget) *data.Frame {
 	n := len(spans)
 	str := func() []string { return make([]string, n) }
@@ -127,6 +128,9 @@ func traceFrame(spans []traceSpan, profiled map[string]bool, profileType string,
 		scopeNames[i], scopeVersions[i], traceStates[i] = s.scopeName, s.scopeVersion, s.traceState
 		starts[i], durations[i] = float64(s.start)/1e6, float64(s.duration)/1e6
 		serviceTags[i], logs[i], references[i] = keyValues(s.resource), spanLogs(s), spanReferences(s)
+		// A sender's own mark (a Pyroscope SDK, flamehouse's self-tracing)
+		// is replaced by ours: on the spans with samples, once.
+		delete(s.attributes, ProfileIDTag)
 		var extra []keyValue
 		if profiled[s.spanID] {
 			id := s.spanID

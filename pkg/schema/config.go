@@ -39,16 +39,16 @@ type Config struct {
 // resolved to its stack and labels.
 type Retention struct {
 	// Samples is the retention of raw samples. Default 7 days.
-	Samples time.Duration `yaml:"samples"`
+	Samples time.Duration `yaml:"samples" mapstructure:"samples"`
 	// Minute is the retention of the per-minute rollup. Default 30 days.
-	Minute time.Duration `yaml:"minute"`
+	Minute time.Duration `yaml:"minute" mapstructure:"minute"`
 	// Hour is the retention of the per-hour rollup. Default 365 days.
-	Hour time.Duration `yaml:"hour"`
+	Hour time.Duration `yaml:"hour" mapstructure:"hour"`
 	// Symbols is how long uploaded and fetched symbols (profile_symbols,
 	// profile_executables) are kept after their upload. Default 0: forever,
 	// since a build may run, and be profiled, for longer than any sample
 	// retention.
-	Symbols time.Duration `yaml:"symbols"`
+	Symbols time.Duration `yaml:"symbols" mapstructure:"symbols"`
 }
 
 // Defaults, in one place.

@@ -30,6 +30,7 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/selftrace"
+	"github.com/flamehouse/flamehouse/pkg/selftrace/tracetable"
 )
 
 // Config configures self-profiling and self-tracing.
@@ -49,11 +50,17 @@ type Config struct {
 	// TracesTable is the spans table, in schema.database, in the layout of
 	// the Collector ClickHouse exporter's table. Default "otel_traces".
 	TracesTable string `yaml:"traces_table"`
+	// TracesOTLPEndpoint is the base URL of an OTLP/HTTP endpoint (a
+	// Tempo's or a Collector's receiver, e.g. http://127.0.0.1:4318) that
+	// also receives the self-tracing spans, POSTed to <url>/v1/traces; they
+	// carry pyroscope.profile.id for Grafana's trace to profiles. Default
+	// "": the spans go into TracesTable only.
+	TracesOTLPEndpoint string `yaml:"traces_otlp_endpoint"`
 }
 
 // DefaultConfig returns the defaults (enabled, with traces).
 func DefaultConfig() Config {
-	return Config{Enabled: true, Interval: 15 * time.Second, ServiceName: "flamehouse", Traces: true, TracesTable: selftrace.DefaultTable}
+	return Config{Enabled: true, Interval: 15 * time.Second, ServiceName: "flamehouse", Traces: true, TracesTable: tracetable.DefaultTable}
 }
 
 // RegisterFlags binds the config to flags with the given prefix.
@@ -63,6 +70,8 @@ func (c *Config) RegisterFlags(f *flag.FlagSet, prefix string) {
 	f.StringVar(&c.ServiceName, prefix+"service-name", c.ServiceName, "service.name of the self-profiles and self-traces")
 	f.BoolVar(&c.Traces, prefix+"traces", c.Traces, "trace this process's own work into the traces table (with self-profiling)")
 	f.StringVar(&c.TracesTable, prefix+"traces-table", c.TracesTable, "table of the self-traces, in schema.database (the Collector exporter's layout)")
+	f.StringVar(&c.TracesOTLPEndpoint, prefix+"traces-otlp-endpoint", c.TracesOTLPEndpoint,
+		"base URL of an OTLP/HTTP endpoint (Tempo, a Collector) that also receives the self-traces at <url>/v1/traces; empty: off")
 }
 
 // TracesEnabled reports whether self-tracing runs: it comes with
@@ -85,6 +94,11 @@ func (c *Config) Validate() error {
 	if c.Traces && !schema.IsIdentifier(c.TracesTable) {
 		err = errors.Join(err, fmt.Errorf("traces_table must be a plain identifier (letters, digits, underscore; not starting with a digit), got %q",
 			c.TracesTable))
+	}
+	if c.Traces && c.TracesOTLPEndpoint != "" {
+		if verr := selftrace.ValidateOTLPEndpoint(c.TracesOTLPEndpoint); verr != nil {
+			err = errors.Join(err, fmt.Errorf("traces_otlp_endpoint %q: %w", c.TracesOTLPEndpoint, verr))
+		}
 	}
 	return err
 }

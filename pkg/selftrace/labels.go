@@ -5,6 +5,7 @@ import (
 	"net"
 	"runtime/pprof"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -16,6 +17,14 @@ const (
 	TraceIDLabel = "trace_id"
 	SpanIDLabel  = "span_id"
 )
+
+// ProfileIDAttribute is the span attribute that Grafana's trace view reads
+// to offer a span's profiles (its trace to profiles link and the embedded
+// span flame graph): the span's own id in lower-case hex, as the Pyroscope
+// SDKs' span profiling set it. Do sets it on the spans whose work carries
+// the labels above, so traces sent elsewhere (Tempo) link to the samples
+// the profiler takes in them.
+const ProfileIDAttribute = "pyroscope.profile.id"
 
 // Labels returns the pprof labels of a span: trace_id and span_id. ok is
 // false for an invalid span context.
@@ -29,7 +38,9 @@ func Labels(sc trace.SpanContext) (labels pprof.LabelSet, ok bool) {
 // Do runs f with ctx. When ctx holds a recording span, the calling
 // goroutine carries that span's pprof labels while f runs, and goes back to
 // the labels of ctx after: CPU profile samples taken on it meanwhile, in Go
-// code or in C code it calls, name the span. Goroutines that f starts
+// code or in C code it calls, name the span. The span gets the
+// ProfileIDAttribute: it may have samples (whether the profiler caught any
+// is known only when the profile arrives). Goroutines that f starts
 // inherit the labels (see DialWithoutLabels for connections). Without a
 // recording span (tracing off, or a span not sampled) f runs as it is and
 // no label is set.
@@ -40,6 +51,7 @@ func Do(ctx context.Context, f func(context.Context)) {
 		f(ctx)
 		return
 	}
+	span.SetAttributes(attribute.String(ProfileIDAttribute, span.SpanContext().SpanID().String()))
 	pprof.Do(ctx, labels, f)
 }
 

@@ -200,3 +200,32 @@ func TestDialWithoutLabels(t *testing.T) {
 	require.Equal(t, map[string]int{id: got["burnInPlainLoop"][id]}, got["burnInPlainLoop"], "the loop started after a plain dial inherits the span's")
 	require.Positive(t, got["burnInPlainLoop"][id])
 }
+
+// TestDoMarksTheSpanForProfiles: a span whose work ran under Do carries
+// pyroscope.profile.id = its span id, which Grafana's trace view needs to
+// offer its profiles; a span that never ran under Do does not.
+func TestDoMarksTheSpanForProfiles(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
+	ctx, worked := tracer.Start(context.Background(), "worked")
+	selftrace.Do(ctx, func(ctx context.Context) {
+		_, child := tracer.Start(ctx, "child without Do")
+		child.End()
+	})
+	selftrace.Do(ctx, func(context.Context) {}) // a second Do: still one attribute
+	worked.End()
+	ended := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		ended[s.Name()] = s
+	}
+	require.Len(t, ended, 2)
+	attrs := func(name string) map[string][]string {
+		out := map[string][]string{}
+		for _, kv := range ended[name].Attributes() {
+			out[string(kv.Key)] = append(out[string(kv.Key)], kv.Value.String())
+		}
+		return out
+	}
+	require.Equal(t, []string{worked.SpanContext().SpanID().String()}, attrs("worked")[selftrace.ProfileIDAttribute])
+	require.NotContains(t, attrs("child without Do"), selftrace.ProfileIDAttribute)
+}

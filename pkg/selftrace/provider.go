@@ -34,10 +34,12 @@ func ResourceAttributes(serviceName string) []string {
 
 // NewProvider returns a tracer provider that samples every trace it starts
 // (and follows the sampling decision of a remote parent), describes spans
-// with the resource attributes (key, value pairs) and hands them to exp in
-// batches, at most batchTimeout (DefaultBatchTimeout when 0) after they end.
-// Shutdown writes what is pending; call it before exp's connection closes.
-func NewProvider(exp sdktrace.SpanExporter, resourceAttrs []string, batchTimeout time.Duration) *sdktrace.TracerProvider {
+// with the resource attributes (key, value pairs) and hands every span to
+// each exporter in batches, at most batchTimeout (DefaultBatchTimeout when
+// 0) after it ends. Each exporter has a batcher of its own, so a slow one
+// (a remote OTLP endpoint) does not hold back the others. Shutdown writes
+// what is pending; call it before the exporters' connections close.
+func NewProvider(resourceAttrs []string, batchTimeout time.Duration, exps ...sdktrace.SpanExporter) *sdktrace.TracerProvider {
 	if batchTimeout <= 0 {
 		batchTimeout = DefaultBatchTimeout
 	}
@@ -45,11 +47,15 @@ func NewProvider(exp sdktrace.SpanExporter, resourceAttrs []string, batchTimeout
 	for i := 0; i+1 < len(resourceAttrs); i += 2 {
 		attrs = append(attrs, attribute.String(resourceAttrs[i], resourceAttrs[i+1]))
 	}
-	return sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(batchTimeout)),
+	opts := make([]sdktrace.TracerProviderOption, 0, len(exps)+2)
+	for _, exp := range exps {
+		opts = append(opts, sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(batchTimeout)))
+	}
+	opts = append(opts,
 		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
 	)
+	return sdktrace.NewTracerProvider(opts...)
 }
 
 // Options are what instrumented packages take from their callers.

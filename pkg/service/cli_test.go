@@ -34,7 +34,7 @@ func TestRunCommandServesTheSchema(t *testing.T) {
 		done <- runCommand(ctx, []string{
 			"-embedded.data-dir", dataDir, "-embedded.listen-address", "127.0.0.1:0", "-log.level", "warn",
 			"-ingest.grpc-listen-address", "127.0.0.1:0", "-ingest.http-listen-address", "127.0.0.1:0",
-			"-selfprofile.interval", "1s",
+			"-pyroscope-api.listen-address", "127.0.0.1:0", "-selfprofile.interval", "1s",
 		}, pw)
 		_ = pw.Close()
 	}()
@@ -124,5 +124,5 @@ func TestDDLAndConfigCommands(t *testing.T) {
 	require.Contains(t, out.String(), "password: '[redacted]'")
 	require.NotContains(t, out.String(), "hunter2")
 	require.Contains(t, out.String(), "samples: 168h0m0s")
-	require.Contains(t, out.String(), "selfprofile:\n    enabled: true\n    interval: 15s\n    service_name: flamehouse\n    traces: true\n    traces_table: otel_traces\n")
+	require.Contains(t, out.String(), "selfprofile:\n    enabled: true\n    interval: 15s\n    service_name: flamehouse\n    traces: true\n    traces_table: otel_traces\n    traces_otlp_endpoint: \"\"\n")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
 	"github.com/flamehouse/flamehouse/pkg/ingest"
+	"github.com/flamehouse/flamehouse/pkg/pyroscopeapi"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/secret"
 	"github.com/flamehouse/flamehouse/pkg/selfprofile"
@@ -41,6 +42,10 @@ type Config struct {
 	Schema schema.Config `yaml:"schema"`
 	// Ingest is the OTLP profiles ingest service.
 	Ingest ingest.Config `yaml:"ingest"`
+	// PyroscopeAPI is the Pyroscope-compatible query API that `flamehouse
+	// run` serves from the tables (docs/pyroscope-api.md), with the
+	// ingest's auth, tenants and TLS; on by default on 127.0.0.1:4040.
+	PyroscopeAPI pyroscopeapi.Config `yaml:"pyroscope_api"`
 	// SelfProfile sends this process's own profiles through the ingest
 	// path, and traces its own work into the traces table, so that a fresh
 	// installation has data to look at.
@@ -199,14 +204,15 @@ func DefaultConfig() Config {
 	emb := chembed.DefaultConfig()
 	emb.DataDir = DefaultDataDir
 	return Config{
-		LogLevel:    "info",
-		LogFormat:   "text",
-		ClickHouse:  chclient.DefaultConfig(),
-		Embedded:    emb,
-		Schema:      schema.DefaultConfig(),
-		Ingest:      ingest.DefaultConfig(),
-		SelfProfile: selfprofile.DefaultConfig(),
-		Symbols:     DefaultSymbolsConfig(),
+		LogLevel:     "info",
+		LogFormat:    "text",
+		ClickHouse:   chclient.DefaultConfig(),
+		Embedded:     emb,
+		Schema:       schema.DefaultConfig(),
+		Ingest:       ingest.DefaultConfig(),
+		PyroscopeAPI: pyroscopeapi.DefaultConfig(),
+		SelfProfile:  selfprofile.DefaultConfig(),
+		Symbols:      DefaultSymbolsConfig(),
 	}
 }
 
@@ -220,6 +226,7 @@ func (c *Config) RegisterFlags(f *flag.FlagSet) {
 	c.Writer.RegisterFlags(f, "writer.")
 	c.Schema.RegisterFlags(f, "schema.")
 	c.Ingest.RegisterFlags(f, "ingest.")
+	c.PyroscopeAPI.RegisterFlags(f, "pyroscope-api.")
 	c.SelfProfile.RegisterFlags(f, "selfprofile.")
 	c.Symbols.RegisterFlags(f, "symbols.")
 }
@@ -250,6 +257,9 @@ func (c *Config) Validate() error {
 	}
 	if e := c.Ingest.Validate(); e != nil {
 		err = errors.Join(err, prefixed("ingest", e))
+	}
+	if e := c.PyroscopeAPI.Validate(); e != nil {
+		err = errors.Join(err, prefixed("pyroscope_api", e))
 	}
 	if e := c.SelfProfile.Validate(); e != nil {
 		err = errors.Join(err, prefixed("selfprofile", e))

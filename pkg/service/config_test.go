@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flamehouse/flamehouse/pkg/selftrace"
+	"github.com/flamehouse/flamehouse/pkg/selftrace/tracetable"
 )
 
 func writeFile(t *testing.T, content string) string {
@@ -93,7 +93,7 @@ func TestSelfTracingFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, cfg.SelfProfile.TracesEnabled(), "no self-tracing without self-profiling")
 	defaults := DefaultConfig()
-	require.Equal(t, selftrace.Table{Database: "otel", Name: "otel_traces", TTL: 7 * 24 * time.Hour}, defaults.tracesTable(),
+	require.Equal(t, tracetable.Table{Database: "otel", Name: "otel_traces", TTL: 7 * 24 * time.Hour}, defaults.tracesTable(),
 		"spans are kept as long as raw samples")
 }
 

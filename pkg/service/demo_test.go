@@ -191,5 +191,6 @@ func localConfig(t *testing.T) Config {
 	cfg := DefaultConfig()
 	cfg.Embedded.DataDir, cfg.Embedded.ListenAddress = t.TempDir(), "127.0.0.1:0"
 	cfg.Ingest.Receiver.GRPCListenAddress, cfg.Ingest.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.PyroscopeAPI.ListenAddress = "127.0.0.1:0"
 	return cfg
 }

@@ -24,8 +24,10 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/ingest/pipeline"
 	"github.com/flamehouse/flamehouse/pkg/ingest/receiver"
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
+	"github.com/flamehouse/flamehouse/pkg/pyroscopeapi"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/selfprofile"
+	"github.com/flamehouse/flamehouse/pkg/selftrace"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
 	"github.com/flamehouse/flamehouse/pkg/symbols/debuginfod"
 )
@@ -54,6 +56,8 @@ type Service struct {
 	// stopProfiling ends self-profiling; profilingDone closes when it has.
 	stopProfiling context.CancelFunc
 	profilingDone chan struct{}
+	// pyroscope serves the Pyroscope-compatible query API (nil when off).
+	pyroscope *pyroscopeapi.Server
 	// tracer writes self-tracing's spans (nil when self-tracing is off).
 	tracer *sdktrace.TracerProvider
 	// Migration is what the schema migration did at start.
@@ -130,7 +134,34 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, part Part) (*Servi
 			return nil, err
 		}
 	}
+	if part == Everything && cfg.PyroscopeAPI.Enabled {
+		if err := s.startPyroscopeAPI(ctx); err != nil {
+			_ = s.Stop(ctx)
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// startPyroscopeAPI serves the Pyroscope-compatible query API from the
+// service's tables, with the ingest's auth, tenants and TLS. It runs with
+// the ingest off too: a Collector writes the tables, Grafana reads them.
+func (s *Service) startPyroscopeAPI(ctx context.Context) error {
+	api := pyroscopeapi.New(s.cfg.PyroscopeAPI, s.cfg.Ingest.Receiver, s.conn, s.cfg.Schema, s.log)
+	if err := api.Start(ctx); err != nil {
+		return fmt.Errorf("start the pyroscope api: %w", err)
+	}
+	s.pyroscope = api
+	return nil
+}
+
+// PyroscopeAPIAddress is the bound address of the Pyroscope-compatible
+// query API ("" when it is off).
+func (s *Service) PyroscopeAPIAddress() string {
+	if s.pyroscope == nil {
+		return ""
+	}
+	return s.pyroscope.Addr()
 }
 
 // applyTenants creates or updates the configured tenant users on an
@@ -188,7 +219,7 @@ func (s *Service) startIngest(ctx context.Context) error {
 			return fmt.Errorf("start ingest: %w", err)
 		}
 		s.fetcher, sink = f, f
-		s.log.Info("fetching symbols of unsymbolized executables", "host", sym.Host.Enabled, "debug_dirs", sym.Host.DebugDirs,
+		s.log.Info("fetching symbols of unsymbolized executables", "host", sym.Host.Enabled, "debug_dirs", sym.Host.DebugDirs, "search_dirs", sym.Host.SearchDirs,
 			"debuginfod_servers", len(sym.Debuginfod.URLs), "concurrency", sym.Debuginfod.Concurrency)
 	}
 	ingestConn, ingestNative, err := s.ingestWriter(native)
@@ -317,6 +348,10 @@ func (s *Service) Wait(ctx context.Context) error {
 		in := s.ingester
 		go func() { ingestDone <- in.AwaitTerminated(context.WithoutCancel(ctx)) }()
 	}
+	var apiDone <-chan error
+	if s.pyroscope != nil {
+		apiDone = s.pyroscope.Err()
+	}
 	select {
 	case <-ctx.Done():
 		return nil
@@ -324,6 +359,8 @@ func (s *Service) Wait(ctx context.Context) error {
 		return err
 	case err := <-ingestDone:
 		return fmt.Errorf("ingest stopped: %w", err)
+	case err := <-apiDone:
+		return fmt.Errorf("pyroscope api stopped: %w", err)
 	}
 }
 
@@ -334,6 +371,9 @@ func (s *Service) Wait(ctx context.Context) error {
 // connection and the embedded engine.
 func (s *Service) Stop(ctx context.Context) error {
 	var err error
+	if s.pyroscope != nil {
+		err = errors.Join(err, s.pyroscope.Stop(ctx))
+	}
 	if s.stopProfiling != nil {
 		s.stopProfiling()
 		<-s.profilingDone
@@ -415,10 +455,18 @@ func (s *Service) Describe(w io.Writer) {
 		if cfg.SelfProfile.Enabled {
 			p("  Demo data: this process profiles itself every %s as service %q.", cfg.SelfProfile.Interval, cfg.SelfProfile.ServiceName)
 		}
-		if s.tracer != nil {
+		if s.tracer != nil && cfg.Schema.Cluster == "" {
 			p("  Demo traces: its own work is traced into %s.%s, CPU samples linked to their spans.", cfg.Schema.Database, cfg.SelfProfile.TracesTable)
 		}
-	} else if !cfg.Ingest.Enabled {
+		if s.tracer != nil && cfg.SelfProfile.TracesOTLPEndpoint != "" {
+			p("  Demo traces over OTLP: %s (spans carry pyroscope.profile.id for Grafana's trace to profiles).",
+				selftrace.OTLPTracesURL(cfg.SelfProfile.TracesOTLPEndpoint))
+		}
+	}
+	if s.pyroscope != nil {
+		p("  Pyroscope API: http://%s  (Grafana's Pyroscope datasource, docs/pyroscope-api.md)", s.pyroscope.Addr())
+	}
+	if s.ingester == nil && !cfg.Ingest.Enabled {
 		p("  OTLP ingest is off (ingest.enabled=false): no OTLP endpoints, no self-profiling or self-tracing.")
 		p("  Send profiles through an OpenTelemetry Collector with the flamehouse exporter (docs/topologies.md).")
 	}

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"io"
 )
 
@@ -22,6 +23,18 @@ const (
 // PT_NOTE segments.
 func gnuBuildID(f *elf.File) string {
 	return hex.EncodeToString(findNote(f, "GNU", noteGNUBuildID, ".note.gnu.build-id"))
+}
+
+// ReadBuildID returns the GNU build id of the ELF file r as lowercase
+// hex, "" when it has none. It reads the ELF headers and the notes only,
+// so it is cheap on a file of any size; a file that is not ELF is an
+// error.
+func ReadBuildID(r io.ReaderAt) (string, error) {
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return "", fmt.Errorf("not an ELF file: %w", err)
+	}
+	return gnuBuildID(f), nil
 }
 
 // goBuildID returns the Go build id from the .note.go.buildid note, "" when

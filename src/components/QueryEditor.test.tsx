@@ -228,6 +228,21 @@ describe('QueryEditor: label selector as text', () => {
     expect(onRunQuery).toHaveBeenCalledTimes(1);
   });
 
+  it('suggests the labels that say where a sample is from first', async () => {
+    await setup({ labelSelector: '{}' });
+    const input = await switchToCode();
+    fireEvent.focus(input);
+    fireEvent.change(input, { target: { value: '{}' } });
+    input.setSelectionRange(1, 1);
+    fireEvent.click(input);
+    const names = await screen.findByTestId(selectors.query.suggestions);
+    expect(
+      within(names)
+        .getAllByRole('option')
+        .map((o) => o.title)
+    ).toEqual(['service.name', 'thread.name', 'k8s.pod.name']);
+  });
+
   it('suggests label names, then values, at the cursor', async () => {
     const { lastQuery } = await setup({ labelSelector: '{}' });
     const input = await switchToCode();
@@ -292,6 +307,58 @@ describe('QueryEditor: options', () => {
     await pick(screen.getByTestId(selectors.query.groupBy), 'k8s.pod.name');
     expect(lastQuery().groupBy).toEqual(['k8s_pod_name']);
     expect(onRunQuery).toHaveBeenCalledTimes(1);
+  });
+
+  it('group a flame graph by process: the labels that tell processes apart come first', async () => {
+    resources.labelNames = [
+      'cpu_logical_number',
+      'process_executable_name',
+      'process_pid',
+      'service_name',
+      'thread_name',
+    ];
+    try {
+      const { lastQuery, onRunQuery } = await setup({ queryType: 'profile' });
+      fireEvent.click(summary());
+      const groupBy = screen.getByTestId(selectors.query.groupBy);
+      fireEvent.keyDown(groupBy.querySelector('input')!, { key: 'ArrowDown' });
+      const options = await screen.findAllByRole('option');
+      expect(options.map((o) => o.textContent)).toEqual([
+        expect.stringContaining('service.name'),
+        expect.stringContaining('process.executable.name'),
+        expect.stringContaining('process.pid'),
+        expect.stringContaining('thread.name'),
+        expect.stringContaining('cpu_logical_number'),
+      ]);
+      fireEvent.click(options[1]);
+      await settle();
+      expect(lastQuery().groupBy).toEqual(['process_executable_name']);
+      expect(onRunQuery).toHaveBeenCalledTimes(1);
+      expect(summary()).toHaveTextContent('Type: Profile, Group by: process_executable_name');
+    } finally {
+      resources.labelNames = ['k8s_pod_name', 'service_name', 'thread_name'];
+    }
+  });
+
+  it('show, collapse or hide kernel and native frames in flame graphs and tables', async () => {
+    const { lastQuery, onRunQuery } = await setup({ queryType: 'profile', collapseFrames: ['native'] });
+    expect(summary()).toHaveTextContent('Type: Profile, Native frames: collapsed');
+    fireEvent.click(summary());
+    const kernel = screen.getByTestId(selectors.query.kernelFrames);
+    expect(within(kernel).getByLabelText('Show')).toBeChecked();
+    fireEvent.click(within(kernel).getByLabelText('Hide'));
+    expect(lastQuery()).toMatchObject({ hideFrames: ['kernel'], collapseFrames: ['native'] });
+    expect(onRunQuery).toHaveBeenCalledTimes(1);
+    fireEvent.click(within(screen.getByTestId(selectors.query.nativeFrames)).getByLabelText('Show'));
+    expect(lastQuery().collapseFrames).toBeUndefined();
+    expect(summary()).toHaveTextContent('Type: Profile, Kernel frames: hidden');
+  });
+
+  it('offer the frame kinds for flame graphs and tables only', async () => {
+    await setup({ queryType: 'metrics', hideFrames: ['kernel'] });
+    expect(summary()).not.toHaveTextContent('Kernel');
+    fireEvent.click(summary());
+    expect(screen.queryByTestId(selectors.query.kernelFrames)).not.toBeInTheDocument();
   });
 
   it('store limit and max nodes as numbers; max nodes shows the default', async () => {

@@ -246,3 +246,10 @@ func appendField(b []byte, s string) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(s))) //nolint:gosec // G115: strings are far below 4 GiB
 	return append(b, s...)
 }
+
+// Executable is a mapped file that committed frames left unsymbolized: its
+// build id and the mapping's file name (pipeline.UnsymbolizedSink hands
+// them to the symbol fetchers).
+type Executable struct {
+	BuildID, File string
+}

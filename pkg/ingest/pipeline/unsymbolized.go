@@ -7,12 +7,6 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 )
 
-// Executable is a mapped file that committed frames left unsymbolized:
-// its build id and the mapping's file name.
-type Executable struct {
-	BuildID, File string
-}
-
 // UnsymbolizedSink hears, after a batch is committed, which executables
 // its unsymbolized frames (an address in a mapping with a build id, no
 // function, file or line) belong to, so that their symbols can be fetched
@@ -20,7 +14,7 @@ type Executable struct {
 // path: it must not block, and must copy what it keeps (the strings are
 // valid during the call only).
 type UnsymbolizedSink interface {
-	Unsymbolized(tenant string, exes []Executable)
+	Unsymbolized(tenant string, exes []model.Executable)
 }
 
 // NotifyUnsymbolized wraps a Writer: after each committed Write, sink
@@ -50,8 +44,8 @@ func (n *notifyingWriter) Write(ctx context.Context, b *model.Batch) error {
 // UnsymbolizedExecutables returns, per tenant, the distinct build ids
 // (with the first file name seen for each) of a batch's unsymbolized
 // frames. The strings alias the batch.
-func UnsymbolizedExecutables(b *model.Batch) map[string][]Executable {
-	var out map[string][]Executable
+func UnsymbolizedExecutables(b *model.Batch) map[string][]model.Executable {
+	var out map[string][]model.Executable
 	type key struct{ tenant, buildID string }
 	var seen map[key]struct{}
 	for svc, sym := range b.Symbols {
@@ -66,10 +60,10 @@ func UnsymbolizedExecutables(b *model.Batch) map[string][]Executable {
 				continue
 			}
 			if seen == nil {
-				seen, out = map[key]struct{}{}, map[string][]Executable{}
+				seen, out = map[key]struct{}{}, map[string][]model.Executable{}
 			}
 			seen[k] = struct{}{}
-			out[svc.Tenant] = append(out[svc.Tenant], Executable{BuildID: strings.ToLower(f.BuildID), File: f.MappingFile})
+			out[svc.Tenant] = append(out[svc.Tenant], model.Executable{BuildID: strings.ToLower(f.BuildID), File: f.MappingFile})
 		}
 	}
 	return out

@@ -21,17 +21,17 @@ import (
 // sink records what NotifyUnsymbolized reports, copying it.
 type sink struct {
 	mu    sync.Mutex
-	calls map[string][]Executable
+	calls map[string][]model.Executable
 }
 
-func (s *sink) Unsymbolized(tenant string, exes []Executable) {
+func (s *sink) Unsymbolized(tenant string, exes []model.Executable) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.calls == nil {
-		s.calls = map[string][]Executable{}
+		s.calls = map[string][]model.Executable{}
 	}
 	for _, e := range exes {
-		s.calls[tenant] = append(s.calls[tenant], Executable{BuildID: strings.Clone(e.BuildID), File: strings.Clone(e.File)})
+		s.calls[tenant] = append(s.calls[tenant], model.Executable{BuildID: strings.Clone(e.BuildID), File: strings.Clone(e.File)})
 	}
 }
 
@@ -56,9 +56,9 @@ func TestNotifyUnsymbolized(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		writeErr error
-		want     map[string][]Executable
+		want     map[string][]model.Executable
 	}{
-		{name: "committed", want: map[string][]Executable{
+		{name: "committed", want: map[string][]model.Executable{
 			"acme":  {{BuildID: "bb02", File: "/lib/libc.so.6"}, {BuildID: "cc03", File: "/lib/libssl.so"}},
 			"other": {{BuildID: "bb02", File: "/lib/libc.so.6"}},
 		}},
@@ -70,7 +70,7 @@ func TestNotifyUnsymbolized(t *testing.T) {
 			err := w.Write(context.Background(), batch())
 			require.ErrorIs(t, err, tc.writeErr)
 			for _, exes := range s.calls {
-				slices.SortFunc(exes, func(a, b Executable) int { return strings.Compare(a.BuildID, b.BuildID) })
+				slices.SortFunc(exes, func(a, b model.Executable) int { return strings.Compare(a.BuildID, b.BuildID) })
 			}
 			require.Equal(t, tc.want, s.calls)
 		})
@@ -80,7 +80,7 @@ func TestNotifyUnsymbolized(t *testing.T) {
 // nopSink discards what it hears.
 type nopSink struct{ exes int }
 
-func (s *nopSink) Unsymbolized(_ string, exes []Executable) { s.exes += len(exes) }
+func (s *nopSink) Unsymbolized(_ string, exes []model.Executable) { s.exes += len(exes) }
 
 // BenchmarkExportUnsymbolizedHook measures what the hook adds to Export:
 // the same generated report (2,000 stacks, a third of the native frames

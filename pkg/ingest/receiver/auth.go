@@ -7,18 +7,19 @@ import (
 	"strings"
 )
 
-// errUnauthenticated is returned for missing or wrong credentials.
-var errUnauthenticated = errors.New("missing or invalid credentials: send Authorization: Bearer <token> or basic auth")
+// ErrUnauthenticated is returned for missing or wrong credentials.
+var ErrUnauthenticated = errors.New("missing or invalid credentials: send Authorization: Bearer <token> or basic auth")
 
-// authenticate maps an Authorization header value to a tenant. With auth
-// off every request belongs to the default tenant.
-func (c *Config) authenticate(authorization string) (string, error) {
+// Authenticate maps an Authorization header value to a tenant. With auth
+// off every request belongs to the default tenant. The ingest's endpoints
+// and the Pyroscope-compatible query API (pkg/pyroscopeapi) share it.
+func (c *Config) Authenticate(authorization string) (string, error) {
 	if !c.Auth.Enabled {
 		return c.DefaultTenant, nil
 	}
 	scheme, value, ok := strings.Cut(strings.TrimSpace(authorization), " ")
 	if !ok {
-		return "", errUnauthenticated
+		return "", ErrUnauthenticated
 	}
 	value = strings.TrimSpace(value)
 	switch strings.ToLower(scheme) {
@@ -27,15 +28,15 @@ func (c *Config) authenticate(authorization string) (string, error) {
 	case "basic":
 		raw, err := base64.StdEncoding.DecodeString(value)
 		if err != nil {
-			return "", errUnauthenticated
+			return "", ErrUnauthenticated
 		}
 		user, pass, ok := strings.Cut(string(raw), ":")
 		if !ok {
-			return "", errUnauthenticated
+			return "", ErrUnauthenticated
 		}
 		return matchBasic(c.Auth.Basic, user, pass)
 	}
-	return "", errUnauthenticated
+	return "", ErrUnauthenticated
 }
 
 // matchToken compares against every token in constant time, so that the
@@ -48,7 +49,7 @@ func matchToken(tokens []TokenCredential, got string) (string, error) {
 		}
 	}
 	if !found {
-		return "", errUnauthenticated
+		return "", ErrUnauthenticated
 	}
 	return tenant, nil
 }
@@ -63,7 +64,7 @@ func matchBasic(creds []BasicCredential, user, pass string) (string, error) {
 		}
 	}
 	if !found {
-		return "", errUnauthenticated
+		return "", ErrUnauthenticated
 	}
 	return tenant, nil
 }

@@ -181,7 +181,7 @@ func (s *grpcService) export(ctx context.Context, md metadata.MD, req *rawReques
 	if v := md.Get("authorization"); len(v) > 0 {
 		authorization = v[0]
 	}
-	tenant, err := r.cfg.authenticate(authorization)
+	tenant, err := r.cfg.Authenticate(authorization)
 	if err != nil {
 		return nil, &exportError{grpc: codes.Unauthenticated, reason: "unauthenticated", msg: err.Error()}
 	}

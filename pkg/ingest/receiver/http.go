@@ -80,7 +80,7 @@ func (r *Receiver) exportHTTP(req *http.Request, contentType string) (*collector
 	if eerr := checkVersion(req.Header.Values(versionHeader)); eerr != nil {
 		return nil, eerr
 	}
-	tenant, err := r.cfg.authenticate(req.Header.Get("Authorization"))
+	tenant, err := r.cfg.Authenticate(req.Header.Get("Authorization"))
 	if err != nil {
 		return nil, &exportError{http: http.StatusUnauthorized, reason: "unauthenticated", msg: err.Error()}
 	}

@@ -133,7 +133,7 @@ func (h *symbolsHandler) serve(req *http.Request) (symbols.Uploaded, *symbolsErr
 	if err != nil {
 		return none, &symbolsError{http.StatusBadRequest, err.Error()}
 	}
-	tenant, err := h.r.cfg.authenticate(req.Header.Get("Authorization"))
+	tenant, err := h.r.cfg.Authenticate(req.Header.Get("Authorization"))
 	if err != nil {
 		return none, &symbolsError{http.StatusUnauthorized, err.Error()}
 	}

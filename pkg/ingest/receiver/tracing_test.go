@@ -16,6 +16,7 @@ import (
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 	"github.com/flamehouse/flamehouse/pkg/selftrace"
+	"github.com/flamehouse/flamehouse/pkg/selftrace/tracetable"
 )
 
 // tracedEnv is an env whose receiver, writer and the engine's HTTP server
@@ -33,11 +34,11 @@ func newTracedEnv(t *testing.T, wcfg writer.Config) *tracedEnv {
 		t.Skip("needs the embedded engine's HTTP server (FLAMEHOUSE_CLICKHOUSE_URL is set)")
 	}
 	conn := srv.Open(t)
-	table := selftrace.Table{Database: srv.NewDatabase(t), Name: selftrace.DefaultTable}
+	table := tracetable.Table{Database: srv.NewDatabase(t), Name: tracetable.DefaultTable}
 	require.NoError(t, table.Create(context.Background(), conn))
-	exp, err := selftrace.NewExporter(conn, table)
+	exp, err := tracetable.NewExporter(conn, table)
 	require.NoError(t, err)
-	tp := selftrace.NewProvider(exp, selftrace.ResourceAttributes("flamehouse-test"), 100*time.Millisecond)
+	tp := selftrace.NewProvider(selftrace.ResourceAttributes("flamehouse-test"), 100*time.Millisecond, exp)
 	srv.HTTP.SetTracerProvider(tp)
 	t.Cleanup(func() {
 		srv.HTTP.SetTracerProvider(nil)

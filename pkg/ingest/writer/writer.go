@@ -39,16 +39,16 @@ import (
 type Config struct {
 	// FlushInterval is the longest a request waits for its rows to be
 	// combined with others before they are written. Default 500ms.
-	FlushInterval time.Duration `yaml:"flush_interval"`
+	FlushInterval time.Duration `yaml:"flush_interval" mapstructure:"flush_interval"`
 	// MaxBatchSamples starts a write as soon as this many sample rows wait.
 	// Default 100,000.
-	MaxBatchSamples int `yaml:"max_batch_samples"`
+	MaxBatchSamples int `yaml:"max_batch_samples" mapstructure:"max_batch_samples"`
 	// MinBatchSamples starts a write before FlushInterval when no write is
 	// under way and this many sample rows wait, so that a busy writer
 	// inserts back to back instead of in FlushInterval waves. Default
 	// 20,000 (below it, at most one insert per FlushInterval); above
 	// MaxBatchSamples it counts as MaxBatchSamples.
-	MinBatchSamples int `yaml:"min_batch_samples"`
+	MinBatchSamples int `yaml:"min_batch_samples" mapstructure:"min_batch_samples"`
 	// QuietInterval starts a write when none is under way, no request has
 	// come for this long and at least MinBatchSamples/4 rows wait. Senders
 	// that wait for their acknowledgement before sending again (a
@@ -57,19 +57,19 @@ type Config struct {
 	// idle them. It trades larger inserts for latency: requests of a
 	// quarter of MinBatchSamples rows or more that come further apart than
 	// QuietInterval are each inserted alone. Default 20ms; 0 turns it off.
-	QuietInterval time.Duration `yaml:"quiet_interval"`
+	QuietInterval time.Duration `yaml:"quiet_interval" mapstructure:"quiet_interval"`
 	// MaxConcurrentWrites bounds the writes (inserts with their retries)
 	// under way at once. Default 2.
-	MaxConcurrentWrites int `yaml:"max_concurrent_writes"`
+	MaxConcurrentWrites int `yaml:"max_concurrent_writes" mapstructure:"max_concurrent_writes"`
 	// MaxQueuedSamples bounds the sample rows accepted but not yet written;
 	// beyond it requests are refused as retryable. Default 2,000,000.
-	MaxQueuedSamples int `yaml:"max_queued_samples"`
+	MaxQueuedSamples int `yaml:"max_queued_samples" mapstructure:"max_queued_samples"`
 	// RetryInitial and RetryMax bound the backoff between write attempts.
-	RetryInitial time.Duration `yaml:"retry_initial"`
-	RetryMax     time.Duration `yaml:"retry_max"`
+	RetryInitial time.Duration `yaml:"retry_initial" mapstructure:"retry_initial"`
+	RetryMax     time.Duration `yaml:"retry_max" mapstructure:"retry_max"`
 	// SymbolCacheSize bounds the ids (stacks, frames, series) remembered as
 	// written today. Default 2,000,000.
-	SymbolCacheSize int `yaml:"symbol_cache_size"`
+	SymbolCacheSize int `yaml:"symbol_cache_size" mapstructure:"symbol_cache_size"`
 }
 
 // DefaultConfig returns the defaults.

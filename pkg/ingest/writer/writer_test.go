@@ -280,7 +280,14 @@ func TestWriteCombinesConcurrentRequestsAndWritesSymbolsOnce(t *testing.T) {
 	srv := chtest.Get(t)
 	conn := srv.Open(t)
 	tables := migrated(t, conn)
-	w := newWriter(t, conn, nativeOf(t, srv), tables, func(c *Config) { c.FlushInterval = 300 * time.Millisecond })
+	// One insert for all requests, however slowly their goroutines start on
+	// a loaded machine: the writer waits the whole flush interval (no quiet
+	// or minimum-batch trigger). Frames of one insert are written once;
+	// requests that land in two inserts in flight at once may write a frame
+	// twice, which the frames table's ReplacingMergeTree folds.
+	w := newWriter(t, conn, nativeOf(t, srv), tables, func(c *Config) {
+		c.FlushInterval, c.QuietInterval, c.MinBatchSamples = 2*time.Second, 0, c.MaxBatchSamples
+	})
 	const requests = 12
 	var want int64
 	batches := make([]*model.Batch, requests)

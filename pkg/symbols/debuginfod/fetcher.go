@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/flamehouse/flamehouse/pkg/ingest/pipeline"
+	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
 )
 
@@ -131,7 +131,7 @@ func NewWithHost(cfg Config, host HostConfig, store Store, known Known, log *slo
 		pending: map[key]struct{}{}, negative: map[string]time.Time{}, stored: map[key]time.Time{},
 	}
 	if host.Enabled {
-		f.sources = append(f.sources, &hostSource{dirs: host.DebugDirs, maxBytes: cfg.MaxFileBytes})
+		f.sources = append(f.sources, newHostSource(host, cfg.MaxFileBytes))
 	}
 	for _, raw := range cfg.URLs {
 		u, _ := parseURL(raw) // validated
@@ -155,7 +155,7 @@ func NewWithHost(cfg Config, host HostConfig, store Store, known Known, log *slo
 // fetched and not in the negative cache (pipeline.UnsymbolizedSink). It
 // never blocks: when the queue is full the build id is dropped, and the
 // next frames of that executable bring it back.
-func (f *Fetcher) Unsymbolized(tenant string, exes []pipeline.Executable) {
+func (f *Fetcher) Unsymbolized(tenant string, exes []model.Executable) {
 	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()

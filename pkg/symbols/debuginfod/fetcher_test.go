@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/nativebin"
-	"github.com/flamehouse/flamehouse/pkg/ingest/pipeline"
+	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
 )
 
@@ -96,7 +96,7 @@ func newHarness(t *testing.T, urls []string, change func(*Config)) *harness {
 
 // see reports one executable for tenant "acme".
 func (h *harness) see(buildID, file string) {
-	h.f.Unsymbolized("acme", []pipeline.Executable{{BuildID: buildID, File: file}})
+	h.f.Unsymbolized("acme", []model.Executable{{BuildID: buildID, File: file}})
 }
 
 func (h *harness) wait(t *testing.T) outcome {
@@ -356,10 +356,10 @@ func TestFetcherSkipsWhatItNeedNotFetch(t *testing.T) {
 	h.known.ids = map[string]bool{stored: true}
 	// A Go build id, a short id and upper case are not GNU build ids as
 	// the pipeline reports them; a stored one is looked up once.
-	h.f.Unsymbolized("acme", []pipeline.Executable{
+	h.f.Unsymbolized("acme", []model.Executable{
 		{BuildID: "Go/abc/def"}, {BuildID: "abcd"}, {BuildID: strings.ToUpper(otherID)}, {BuildID: stored},
 	})
-	h.f.Unsymbolized("acme", []pipeline.Executable{{BuildID: otherID}})
+	h.f.Unsymbolized("acme", []model.Executable{{BuildID: otherID}})
 	require.Equal(t, outcome{otherID, ReasonNotFound}, h.wait(t))
 	require.Equal(t, int32(2), srv.requests.Load(), "only the unknown build id is asked for")
 	h.see(stored, "")
@@ -394,11 +394,11 @@ func TestFetcherQueueIsBounded(t *testing.T) {
 	f, err := New(cfg, &recordingStore{}, known, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	require.NoError(t, err)
 	defer func() { require.NoError(t, f.Close(context.Background())) }()
-	f.Unsymbolized("acme", []pipeline.Executable{{BuildID: otherID}})
+	f.Unsymbolized("acme", []model.Executable{{BuildID: otherID}})
 	<-known.entered // the dispatcher holds the first build id
-	var exes []pipeline.Executable
+	var exes []model.Executable
 	for i := range 10 {
-		exes = append(exes, pipeline.Executable{BuildID: fmt.Sprintf("%040x", i+1)})
+		exes = append(exes, model.Executable{BuildID: fmt.Sprintf("%040x", i+1)})
 	}
 	f.Unsymbolized("acme", exes)
 	require.InDelta(t, 8, value(t, f.m.failed.WithLabelValues(ReasonQueueFull)), 0, "queue_size build ids wait; the rest are dropped")
@@ -420,10 +420,10 @@ func TestFetcherCloseCancelsTheFetchInFlight(t *testing.T) {
 	require.NoError(t, err)
 	var outcomes atomic.Int32
 	f.done = func(string, string) { outcomes.Add(1) }
-	f.Unsymbolized("acme", []pipeline.Executable{{BuildID: otherID}})
+	f.Unsymbolized("acme", []model.Executable{{BuildID: otherID}})
 	<-started
 	require.NoError(t, f.Close(context.Background()), "Close cancels the download and waits for the workers")
-	f.Unsymbolized("acme", []pipeline.Executable{{BuildID: otherID}}) // after Close: ignored
+	f.Unsymbolized("acme", []model.Executable{{BuildID: otherID}}) // after Close: ignored
 	require.Empty(t, store.all())
 	require.Zero(t, outcomes.Load(), "a cancelled fetch is no failure")
 	for _, r := range []string{ReasonTimeout, ReasonNetwork, ReasonHTTP} {

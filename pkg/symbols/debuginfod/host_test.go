@@ -25,8 +25,15 @@ func newHostHarness(t *testing.T, dirs []string, urls []string, change func(*Con
 	if change != nil {
 		change(&cfg)
 	}
+	return startHostHarness(t, cfg, HostConfig{Enabled: true, DebugDirs: dirs})
+}
+
+// startHostHarness starts a fetcher with cfg and host into a recording
+// store.
+func startHostHarness(t *testing.T, cfg Config, host HostConfig) *harness {
+	t.Helper()
 	h := &harness{store: &recordingStore{}, known: &staticKnown{}, done: make(chan outcome, 16)}
-	f, err := NewWithHost(cfg, HostConfig{Enabled: true, DebugDirs: dirs}, h.store, h.known, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	f, err := NewWithHost(cfg, host, h.store, h.known, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	require.NoError(t, err)
 	f.done = func(id, reason string) { h.done <- outcome{id, reason} }
 	h.f = f
@@ -167,16 +174,21 @@ func TestHostConfig(t *testing.T) {
 	def := DefaultHostConfig()
 	require.True(t, def.Enabled, "on by default: files are checked by build id")
 	require.Equal(t, PathList{DefaultDebugDir}, def.DebugDirs)
+	require.Equal(t, DefaultSearchDirs(), def.SearchDirs)
 	require.NoError(t, def.Validate())
 	bad := HostConfig{Enabled: true, DebugDirs: PathList{"/usr/lib/debug", "relative/dir"}}
 	require.ErrorContains(t, bad.Validate(), `debug_dirs[1]: "relative/dir" is not an absolute path`)
+	badSearch := HostConfig{Enabled: true, SearchDirs: PathList{"lib", "/usr/lib", "bin"}}
+	err := badSearch.Validate()
+	require.ErrorContains(t, err, `search_dirs[0]: "lib" is not an absolute path`)
+	require.ErrorContains(t, err, `search_dirs[2]: "bin" is not an absolute path`)
 
 	var l PathList
 	require.NoError(t, l.Set(" /a, ,/b "))
 	require.Equal(t, PathList{"/a", "/b"}, l)
 	require.Equal(t, "/a,/b", l.String())
 
-	_, err := NewWithHost(DefaultConfig(), HostConfig{}, &recordingStore{}, &staticKnown{}, slog.New(slog.DiscardHandler), nil)
+	_, err = NewWithHost(DefaultConfig(), HostConfig{}, &recordingStore{}, &staticKnown{}, slog.New(slog.DiscardHandler), nil)
 	require.ErrorContains(t, err, "no debuginfod urls and the host source is off")
 	_, err = NewWithHost(DefaultConfig(), bad, &recordingStore{}, &staticKnown{}, slog.New(slog.DiscardHandler), nil)
 	require.ErrorContains(t, err, "debug_dirs[1]")

@@ -3,7 +3,7 @@ import { SelectableValue } from '@grafana/data';
 import { Button, IconButton, Input, Select, Stack } from '@grafana/ui';
 
 import type { DataSource } from '../../datasource';
-import { labelOption } from '../../labelNames';
+import { labelOption, labelOptions } from '../../labelNames';
 import { formatSelector, Matcher, MATCHER_OPS, MatcherOp } from '../../labelSelector';
 import { ResourceRange } from '../../resources';
 import { selectors } from '../../selectors';
@@ -109,7 +109,7 @@ function MatcherRow({ row, datasource, range, profileTypeId, labelNames, onChang
             aria-label="Label"
             width={30}
             placeholder="Label"
-            options={labelNames.value.map(labelOption)}
+            options={labelOptions(labelNames.value)}
             isLoading={labelNames.loading}
             value={row.name ? labelOption(row.name) : null}
             allowCustomValue

@@ -3,10 +3,11 @@ import { CoreApp, SelectableValue } from '@grafana/data';
 import { Collapse, InlineField, InlineFieldRow, InlineSwitch, Input, MultiSelect, RadioButtonGroup } from '@grafana/ui';
 
 import { baselineSummary } from '../../diff';
+import { frameMode, frameModesSummary, withFrameMode } from '../../frameKinds';
 import { containsVariable } from '../../interpolate';
-import { labelOption } from '../../labelNames';
+import { labelOptions } from '../../labelNames';
 import { selectors } from '../../selectors';
-import { FunctionValue, ProfileQuery, QueryType } from '../../types';
+import { FrameKind, FrameMode, FunctionValue, ProfileQuery, QueryType } from '../../types';
 import { Lookup } from './hooks';
 
 /** Backend limits (pkg/query/request.go). */
@@ -40,6 +41,32 @@ const GROUP_BY_TYPES: readonly QueryType[] = ['profile', 'metrics', 'both', 'tab
 const SERIES_TYPES: readonly QueryType[] = ['metrics', 'both'];
 /** Query types that take the executable filter (build id, mapped file); the backend refuses it on the others. */
 const EXECUTABLE_FILTER_TYPES: readonly QueryType[] = ['profile', 'metrics', 'both', 'table'];
+/** Query types whose frames the frame kinds shape: flame graphs and tables. */
+const FRAME_TYPES: readonly QueryType[] = ['profile', 'both', 'table', 'diff'];
+
+const FRAME_MODES: Array<SelectableValue<FrameMode>> = [
+  { label: 'Show', value: 'show', description: 'Marked in the label, e.g. "do_syscall_64 [kernel]"' },
+  { label: 'Collapse', value: 'collapse', description: 'Each run of them is one node' },
+  { label: 'Hide', value: 'hide', description: 'Dropped: their samples go to the caller' },
+];
+
+/** The frame kinds' options: what they are, for the tooltips. */
+const FRAME_KIND_OPTIONS: Array<{ kind: FrameKind; label: string; tooltip: string; testId: string }> = [
+  {
+    kind: 'kernel',
+    label: 'Kernel frames',
+    tooltip:
+      'Frames of the kernel (the eBPF profiler sends them below system calls and interrupts): shown marked "name [kernel]", collapsed into one [kernel] node per run, or hidden (their samples go to the caller).',
+    testId: selectors.query.kernelFrames,
+  },
+  {
+    kind: 'native',
+    label: 'Native frames',
+    tooltip:
+      'The interpreter\'s own native frames in stacks of Python, Java, Ruby, PHP, Node.js, .NET and other runtimes (e.g. _PyEval_EvalFrameDefault): shown marked "name [native]", collapsed into one [native] node per run, or hidden, which leaves the program\'s own functions. Native programs (C, C++, Rust, Go) keep theirs.',
+    testId: selectors.query.nativeFrames,
+  },
+];
 
 const FUNCTION_VALUES: Array<SelectableValue<FunctionValue>> = [
   { label: 'Total', value: 'total', description: 'Stacks that contain the function' },
@@ -92,6 +119,9 @@ export function optionsSummary(query: ProfileQuery, app?: CoreApp): string {
   if (query.mappingFile || query.buildId) {
     parts.push(`Executable: ${[query.mappingFile, query.buildId].filter(Boolean).join(' ')}`);
   }
+  if (FRAME_TYPES.includes(type)) {
+    parts.push(...frameModesSummary(query));
+  }
   return parts.join(', ');
 }
 
@@ -139,6 +169,7 @@ export function QueryOptions({ query, app, labelNames, defaultMaxNodes, onChange
             spanOptions={type !== 'diff'}
             seriesOptions={SERIES_TYPES.includes(type)}
             executableOption={EXECUTABLE_FILTER_TYPES.includes(type)}
+            frameOptions={FRAME_TYPES.includes(type)}
             labelNames={labelNames}
             defaultMaxNodes={defaultMaxNodes}
             onChange={onChange}
@@ -160,6 +191,8 @@ interface OtherOptionsProps extends Omit<Props, 'app'> {
   seriesOptions: boolean;
   /** Whether to show the executable filter (mapped file, build id). */
   executableOption: boolean;
+  /** Whether to show what flame graphs and tables do with kernel and native frames. */
+  frameOptions: boolean;
 }
 
 /** The options below the query type. */
@@ -170,6 +203,7 @@ function OtherOptions({
   spanOptions,
   seriesOptions,
   executableOption,
+  frameOptions,
   labelNames,
   defaultMaxNodes,
   onChange,
@@ -182,15 +216,15 @@ function OtherOptions({
           <InlineField
             label="Group by"
             labelWidth={14}
-            tooltip={`Labels that split the time series (metrics), at most ${LIMITS.groupBy}.`}
+            tooltip={`Labels that split the time series, and a flame graph's root into one node per group: by process (process.executable.name, process.pid), thread, container, pod or host, at most ${LIMITS.groupBy}. Tables are not grouped.`}
             invalid={groupBy.length > LIMITS.groupBy}
             error={`At most ${LIMITS.groupBy} labels`}
           >
             <MultiSelect
               aria-label="Group by"
               width={50}
-              placeholder="Labels"
-              options={labelNames.value.map(labelOption)}
+              placeholder="Labels, e.g. process.executable.name"
+              options={labelOptions(labelNames.value)}
               isLoading={labelNames.loading}
               value={groupBy}
               allowCustomValue
@@ -286,6 +320,22 @@ function OtherOptions({
             validate={validateBuildId}
             onCommit={(t) => onChange({ buildId: t || undefined })}
           />
+        </InlineFieldRow>
+      )}
+      {frameOptions && (
+        <InlineFieldRow>
+          {FRAME_KIND_OPTIONS.map((o) => (
+            <InlineField key={o.kind} label={o.label} labelWidth={16} tooltip={o.tooltip}>
+              <div data-testid={o.testId}>
+                <RadioButtonGroup<FrameMode>
+                  size="sm"
+                  options={FRAME_MODES}
+                  value={frameMode(query, o.kind)}
+                  onChange={(mode) => onChange(withFrameMode(query, o.kind, mode))}
+                />
+              </div>
+            </InlineField>
+          ))}
         </InlineFieldRow>
       )}
       {spanOptions && (

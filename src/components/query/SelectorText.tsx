@@ -5,7 +5,7 @@ import { Input, useStyles2 } from '@grafana/ui';
 
 import type { DataSource } from '../../datasource';
 import { containsVariable } from '../../interpolate';
-import { otelName } from '../../labelNames';
+import { identityFirst, otelName } from '../../labelNames';
 import { parseSelector } from '../../labelSelector';
 import { ResourceRange } from '../../resources';
 import { selectors } from '../../selectors';
@@ -154,7 +154,9 @@ function suggestions(ctx: CompletionContext | undefined, names: string[], values
     return [];
   }
   const items =
-    ctx.kind === 'name' ? filterSuggestions(names, ctx.prefix, otelName) : filterSuggestions(values, ctx.prefix);
+    ctx.kind === 'name'
+      ? filterSuggestions(identityFirst(names), ctx.prefix, otelName)
+      : filterSuggestions(values, ctx.prefix);
   // Nothing to suggest when the only match is what is typed already.
   return items.length === 1 && items[0] === ctx.prefix ? [] : items;
 }

@@ -2,7 +2,7 @@ import React from 'react';
 import { QueryEditorProps, SelectableValue } from '@grafana/data';
 import { InlineField, Input, RadioButtonGroup, Select, Stack } from '@grafana/ui';
 
-import { labelOption } from '../../labelNames';
+import { labelOption, labelOptions } from '../../labelNames';
 import type { LookupDataSource } from '../../lookups';
 import { selectors } from '../../selectors';
 import { FlamehouseOptions, normalizeVariableQuery, ProfileQuery, VariableQuery, VariableQueryType } from '../../types';
@@ -62,7 +62,7 @@ export function VariableQueryEditor({ datasource, query, onChange, range }: Prop
             <Select
               aria-label="Label"
               width={40}
-              options={labelNames.value.map(labelOption)}
+              options={labelOptions(labelNames.value)}
               isLoading={labelNames.loading}
               value={q.label ? labelOption(q.label) : null}
               allowCustomValue

@@ -1,0 +1,3 @@
+//go:generate go -C ../tools tool mdatagen ../flamehouseexporter/metadata.yaml
+
+package flamehouseexporter
