@@ -43,6 +43,17 @@ func peerAnswersAgree(ours, theirs peerAnswers) error {
 	return errors.Join(errs...)
 }
 
+// withoutMarks is the functions with their labels' frame kind marks
+// dropped (withoutMark).
+func withoutMarks(fns []flame.Function) []flame.Function {
+	out := make([]flame.Function, len(fns))
+	for i, f := range fns {
+		f.Label = withoutMark(f.Label)
+		out[i] = f
+	}
+	return out
+}
+
 // pprofTop is a pprof profile's top functions (by self, then total, then
 // label; limit > 0 keeps that many) of its first sample type, with frames
 // labelled as the datasource labels them (frameLabelSQL, and functionLabel
@@ -163,6 +174,11 @@ func TestPeerAnswersDisagreeOnAnyDifference(t *testing.T) {
 		return a
 	}
 	require.NoError(t, peerAnswersAgree(ours, changed(func(*peerAnswers) {})))
+	// The datasource's frame kind marks are dropped before comparing;
+	// Pyroscope names such frames bare. An unmarked "[libc.so.6]" stays.
+	marked := changed(func(a *peerAnswers) { a.top[0].Label += " [kernel]"; a.top[2].Label += " [native]" })
+	require.Error(t, peerAnswersAgree(marked, ours))
+	require.NoError(t, peerAnswersAgree(peerAnswers{root: marked.root, top: withoutMarks(marked.top)}, ours))
 	for _, tc := range []struct {
 		name, want string
 		theirs     peerAnswers
