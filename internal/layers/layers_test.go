@@ -24,12 +24,12 @@ var layers = [][]string{
 		"pkg/secret", "pkg/tenancy", "pkg/profiletype", "pkg/selftrace", "pkg/chembed/sqlguard",
 		"pkg/ingest/model", "pkg/ingest/otlpwire", "pkg/query/selector", "pkg/query/flame",
 		"internal/otlpbuild", "internal/nativebin", "internal/pproftest", "internal/pluginzip", "internal/layers",
-		"internal/ebpfagent", "internal/harness", "internal/benchmem",
+		"internal/harness", "internal/benchmem",
 	},
 	// The schema, connections to ClickHouse, OTLP encodings.
 	{
 		"pkg/schema", "pkg/chclient", "pkg/chembed", "pkg/otlphttp", "pkg/pprofconv", "pkg/ingest/convert",
-		"internal/profilegen",
+		"internal/profilegen", "internal/ebpfagent",
 	},
 	// What reads and writes the tables.
 	{

@@ -22,8 +22,6 @@ package pyroscopetest
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -172,60 +170,11 @@ func unpack(src string) (string, error) {
 	if !strings.HasSuffix(src, ".xz") {
 		return filepath.Abs(src)
 	}
-	sum, err := fileHash(src)
-	if err != nil {
-		return "", err
-	}
-	dir, err := cacheDir()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "pyroscope-"+sum)
-	unlock, err := harness.LockDir(dir)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if fi, err := os.Stat(bin); err == nil && fi.Mode()&0o100 != 0 {
-		return bin, nil
-	}
-	tmp := bin + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o700) //nolint:gosec // G302: an executable in the cache
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.CommandContext(context.Background(), "xz", "-dc", src) //nolint:gosec // G204: the harness's own file
-	cmd.Stdout = out
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	runErr := cmd.Run()
-	if err := errors.Join(runErr, out.Close()); err != nil {
-		_ = os.Remove(tmp)
-		return "", fmt.Errorf("unpack %s with xz: %w %s", src, err, stderr.String())
-	}
-	return bin, os.Rename(tmp, bin)
-}
-
-func fileHash(path string) (string, error) {
-	f, err := os.Open(path) //nolint:gosec // G304: the harness's own file
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = f.Close() }()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
-}
-
-func cacheDir() (string, error) {
 	base, err := os.UserCacheDir()
 	if err != nil {
 		base = os.TempDir()
 	}
-	dir := filepath.Join(base, "flamehouse", "pyroscope")
-	return dir, os.MkdirAll(dir, 0o750)
+	return harness.UnpackXZ(src, filepath.Join(base, "flamehouse", "pyroscope"), "pyroscope")
 }
 
 // Start runs Pyroscope and returns once it is ready; it is stopped when
