@@ -24,12 +24,12 @@ var layers = [][]string{
 		"pkg/secret", "pkg/tenancy", "pkg/profiletype", "pkg/selftrace", "pkg/chembed/sqlguard",
 		"pkg/ingest/model", "pkg/ingest/otlpwire", "pkg/query/selector", "pkg/query/flame",
 		"internal/otlpbuild", "internal/nativebin", "internal/pproftest", "internal/pluginzip", "internal/layers",
-		"internal/ebpfagent",
+		"internal/harness", "internal/benchmem",
 	},
 	// The schema, connections to ClickHouse, OTLP encodings.
 	{
 		"pkg/schema", "pkg/chclient", "pkg/chembed", "pkg/otlphttp", "pkg/pprofconv", "pkg/ingest/convert",
-		"internal/profilegen",
+		"internal/profilegen", "internal/ebpfagent",
 	},
 	// What reads and writes the tables.
 	{
@@ -38,6 +38,7 @@ var layers = [][]string{
 	// The parts of the services.
 	{
 		"pkg/symbols/debuginfod", "pkg/ingest/receiver", "pkg/query", "pkg/selfprofile", "internal/otelcoltest",
+		"internal/pyroscopetest",
 	},
 	// The ingest service and the Grafana datasource.
 	{"pkg/ingest", "pkg/plugin", "pkg/pyroscopeapi", "internal/e2edata"},
