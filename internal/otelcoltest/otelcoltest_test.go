@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
@@ -100,11 +101,24 @@ func TestBuildCachesBySourceHash(t *testing.T) {
 	require.NotEqual(t, r1.cached, r2.cached, "exactly one of two concurrent builders builds")
 	second := r1.bin
 	require.NotEqual(t, first, second)
-	require.NoFileExists(t, first, "the binary of the old sources is removed")
-	require.FileExists(t, other, "another module's binary stays")
+	require.FileExists(t, first, "the old sources' binary, used a moment ago, stays: another checkout may be about to run it")
 	out, err := exec.Command(second).Output()
 	require.NoError(t, err)
 	require.Equal(t, "two\n", string(out))
 
-	require.Equal(t, second, BuildDir(t, dir), "BuildDir uses the same cache")
+	// Once unused for longer than staleBuild, a build of new sources
+	// removes it; a binary in use (the second) stays.
+	aged := time.Now().Add(-staleBuild - time.Hour)
+	require.NoError(t, os.Chtimes(first, aged, aged))
+	require.NoError(t, os.Chtimes(other, aged, aged))
+	writeMain("three")
+	third, cached, err := build(dir)
+	require.NoError(t, err)
+	require.False(t, cached)
+	require.NoFileExists(t, first, "the binary of sources unused for a day is removed")
+	require.FileExists(t, second, "a binary used within the day stays")
+	require.FileExists(t, third)
+	require.FileExists(t, other, "another module's binary stays")
+
+	require.Equal(t, third, BuildDir(t, dir), "BuildDir uses the same cache")
 }
