@@ -43,8 +43,8 @@ var layers = [][]string{
 	{"pkg/ingest", "pkg/plugin", "pkg/pyroscopeapi", "internal/e2edata"},
 	// `flamehouse run` and its commands.
 	{"pkg/service"},
-	// Programs.
-	{"cmd/flamehouse", "pkg"},
+	// Programs (internal/tsgen writes the frontend's copy of the backend's defaults).
+	{"cmd/flamehouse", "pkg", "internal/tsgen"},
 	// Integration tests of their own, which run the programs and their
 	// peers from outside.
 	{"internal/integration/ebpfagent", "internal/integration/pyroscopeapi"},

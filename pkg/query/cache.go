@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,14 +33,14 @@ const (
 	CacheOff CacheMode = "off"
 )
 
+// CacheModes are the cache modes.
+var CacheModes = []CacheMode{CacheAuto, CacheClickHouse, CachePlugin, CacheOff}
+
+// DefaultCacheMode is the cache mode of a datasource that sets none.
+const DefaultCacheMode = CacheAuto
+
 // ValidCacheMode reports whether a cache mode is known ("" is CacheAuto).
-func ValidCacheMode(m CacheMode) bool {
-	switch m {
-	case "", CacheAuto, CacheClickHouse, CachePlugin, CacheOff:
-		return true
-	}
-	return false
-}
+func ValidCacheMode(m CacheMode) bool { return m == "" || slices.Contains(CacheModes, m) }
 
 // Cache defaults.
 const (
