@@ -218,7 +218,7 @@ func lockDir(dir string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	fd := int(f.Fd()) //nolint:gosec // G115: a file descriptor fits an int
+	fd := int(f.Fd())
 	if err := syscall.Flock(fd, syscall.LOCK_EX); err != nil {
 		_ = f.Close()
 		return nil, err
@@ -351,7 +351,7 @@ func (c *Config) Render(grpcEndpoint, httpEndpoint string) ([]byte, error) {
 			ids = append(ids, id)
 		}
 		slices.Sort(ids)
-		doc["service"].(map[string]any)["extensions"] = ids //nolint:forcetypeassert // built above
+		doc["service"].(map[string]any)["extensions"] = ids // built above
 	}
 	return yaml.Marshal(doc)
 }

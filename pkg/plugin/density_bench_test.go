@@ -99,7 +99,7 @@ func informationFloor(b *testing.B, s *peerSide, perEvent func(int64) float64) s
 		"SELECT count(), entropy(cityHash64(SampleAttributes, SeriesId)), countIf(TraceId != '') FROM "+s.db+".otel_profile_samples").
 		Scan(&rows, &bits, &links))
 	attrs := int64(float64(rows) * bits / 8)
-	link := int64(links) * 24 //nolint:gosec // G115: row counts fit
+	link := int64(links) * 24
 	return fmt.Sprintf("information floor of otel_profile_samples: attributes and series %.2f bits/row = %.3f B/event, "+
 		"trace links %.3f B/event, together %.3f B/event (timestamps, stacks and values not counted)\n",
 		bits, perEvent(attrs), perEvent(link), perEvent(attrs+link))

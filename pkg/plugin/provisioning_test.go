@@ -31,7 +31,7 @@ type provisionedDatasource struct {
 // does, with its environment variables unset.
 func readProvisioned(t *testing.T, path string) []provisionedDatasource {
 	t.Helper()
-	raw, err := os.ReadFile(path) //nolint:gosec // G304: a file of this repository
+	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	expanded := os.Expand(string(raw), func(string) string { return "" })
 	var file struct {
@@ -233,7 +233,7 @@ func TestProvisionedAlertRulesEvaluate(t *testing.T) {
 					var values []float64
 					for _, fr := range frames {
 						for i := range fr.Rows() {
-							values = append(values, fr.Fields[1].At(i).(float64)) //nolint:forcetypeassert // float64 series
+							values = append(values, fr.Fields[1].At(i).(float64)) // float64 series
 						}
 					}
 					require.NotEmpty(t, values, "the rule's query has points on the demo's profiles")

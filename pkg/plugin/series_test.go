@@ -169,7 +169,7 @@ func seriesPoints(t *testing.T, frames data.Frames, label, unit string) map[stri
 		for i := range value.Len() {
 			at, _ := times.ConcreteAt(i)
 			v, _ := value.ConcreteAt(i)
-			out[key][at.(time.Time)] = v.(float64) //nolint:forcetypeassert // a time and a float64 field
+			out[key][at.(time.Time)] = v.(float64) // a time and a float64 field
 		}
 	}
 	return out
@@ -260,7 +260,7 @@ func TestGaugeSeriesAverageSnapshots(t *testing.T) {
 				require.Len(t, value.Config.Links, 1)
 				for i := range value.Len() {
 					at, _ := f.Fields[0].ConcreteAt(i)
-					minute := at.(time.Time) //nolint:forcetypeassert // the time field
+					minute := at.(time.Time) // the time field
 					var want int64
 					for _, s := range heapSnapshots {
 						if s.pod == pod && start.Add(s.at).Truncate(time.Minute).Equal(minute) {

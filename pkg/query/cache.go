@@ -343,7 +343,7 @@ func (s *resultStore) getValue(key string, now time.Time) any {
 		s.misses++
 		return nil
 	}
-	entry := el.Value.(*storedResult) //nolint:forcetypeassert // the list holds these only
+	entry := el.Value.(*storedResult) // the list holds these only
 	if !now.Before(entry.expires) {
 		s.remove(el)
 		s.misses++
@@ -377,7 +377,7 @@ func (s *resultStore) putValue(key string, value any, size int64, expires time.T
 }
 
 func (s *resultStore) remove(el *list.Element) {
-	entry := s.lru.Remove(el).(*storedResult) //nolint:forcetypeassert // the list holds these only
+	entry := s.lru.Remove(el).(*storedResult) // the list holds these only
 	delete(s.entries, entry.key)
 	s.bytes -= entry.size
 }

@@ -467,7 +467,7 @@ func (d *denseFrames) stack(i int) []int32 {
 
 // index32 converts a count that is far below 2^31 (frames of one answer).
 func index32(n int) int32 {
-	return int32(n) //nolint:gosec // G115: an answer holds far fewer than 2^31 frames
+	return int32(n)
 }
 
 // frameNames names the frames of an answer: each frame id's label, and the
@@ -523,7 +523,7 @@ func (n *nameIDs) add(fn *frameNames, names *flame.Names) {
 				}
 				path[i] = names.ID(l)
 			}
-			n.ids[id] = -int32(len(n.multi)) - 1 //nolint:gosec // G115: far fewer frames than 2^31
+			n.ids[id] = -int32(len(n.multi)) - 1
 			n.multi = append(n.multi, path)
 			continue
 		}

@@ -172,7 +172,7 @@ func (r *Resolver) get(key tableKey, version int64) *rangeTable {
 	if !ok {
 		return nil
 	}
-	c := el.Value.(*cachedTable) //nolint:forcetypeassert // the list holds only these
+	c := el.Value.(*cachedTable) // the list holds only these
 	if c.version != version {
 		return nil
 	}
@@ -190,7 +190,7 @@ func (r *Resolver) put(key tableKey, version int64, t *rangeTable) {
 		r.tables = map[tableKey]*list.Element{}
 	}
 	if el, ok := r.tables[key]; ok {
-		r.bytes -= el.Value.(*cachedTable).table.size //nolint:forcetypeassert // the list holds only these
+		r.bytes -= el.Value.(*cachedTable).table.size // the list holds only these
 		r.lru.Remove(el)
 		delete(r.tables, key)
 	}
@@ -201,7 +201,7 @@ func (r *Resolver) put(key tableKey, version int64, t *rangeTable) {
 	r.bytes += t.size
 	for r.bytes > r.maxBytes() {
 		el := r.lru.Back()
-		c := el.Value.(*cachedTable) //nolint:forcetypeassert // the list holds only these
+		c := el.Value.(*cachedTable) // the list holds only these
 		r.lru.Remove(el)
 		delete(r.tables, c.key)
 		r.bytes -= c.table.size
@@ -372,7 +372,7 @@ func (e *Engine) loadTables(ctx context.Context, exes []*executable) (map[string
 				continue // a duplicate row before a merge, or an overlap: the first range wins
 			}
 			t.starts, t.ends = append(t.starts, start), append(t.ends, end)
-			t.first = append(t.first, uint32(len(t.funcs))) //nolint:gosec // G115: levels stay far below 2^32
+			t.first = append(t.first, uint32(len(t.funcs)))
 			fs, fl := strings.Split(funcs, "\x00"), strings.Split(files, "\x00")
 			for i, f := range fs {
 				file, line := "", uint32(0)
@@ -396,7 +396,7 @@ func (e *Engine) loadTables(ctx context.Context, exes []*executable) (map[string
 		}
 		for _, x := range chunk {
 			t := out[x.buildID]
-			t.first = append(t.first, uint32(len(t.funcs))) //nolint:gosec // G115: as above
+			t.first = append(t.first, uint32(len(t.funcs)))
 			t.size = int64(len(t.starts))*20 + int64(len(t.funcs))*36 + strBytes/int64(len(chunk)) + 256
 		}
 	}

@@ -45,7 +45,7 @@ func hostProfile(t *testing.T, frames ...hostFrame) []byte {
 	}
 	rp := b.Resource("service.name", "native-app")
 	sp := otlpbuild.Scope(rp, "test", "1")
-	now := uint64(time.Now().UnixNano()) //nolint:gosec // G115: after 1970
+	now := uint64(time.Now().UnixNano())
 	sp.Profiles = append(sp.Profiles, &pb.Profile{
 		SampleType: b.ValueType("samples", "count"), PeriodType: b.ValueType("cpu", "nanoseconds"), Period: 10_000_000,
 		TimeUnixNano: now - uint64(time.Second), DurationNano: uint64(time.Second),
@@ -130,7 +130,7 @@ func TestHostFillsTheSymbolStore(t *testing.T) {
 		return r, err == nil
 	}
 	metrics := func() string {
-		resp, err := http.Get("http://" + httpAddr + "/metrics") //nolint:noctx // a test's loopback request
+		resp, err := http.Get("http://" + httpAddr + "/metrics")
 		require.NoError(t, err)
 		defer func() { _ = resp.Body.Close() }()
 		body, err := io.ReadAll(resp.Body)
@@ -389,7 +389,7 @@ func libcFrames(t *testing.T, svc *Service, cfg Config) []libcFrame {
 // extractFile reads a file's symbols, checking its build id.
 func extractFile(t *testing.T, path, buildID string) *symbols.Executable {
 	t.Helper()
-	f, err := os.Open(path) //nolint:gosec // G304: a file this process maps
+	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer func() { _ = f.Close() }()
 	st, err := f.Stat()

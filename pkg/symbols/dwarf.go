@@ -174,7 +174,7 @@ func clampLine(l int) uint32 {
 	if l < 0 {
 		return 0
 	}
-	return uint32(min(l, 1<<31)) //nolint:gosec // G115: clamped
+	return uint32(min(l, 1<<31))
 }
 
 // walk reads a compile unit's DIE tree, recording subprograms with code

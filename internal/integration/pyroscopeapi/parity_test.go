@@ -238,11 +238,11 @@ func TestPyroscopeAPIParity(t *testing.T) {
 			for _, rp := range r.GetResourceProfiles() {
 				for _, sp := range rp.GetScopeProfiles() {
 					for _, p := range sp.GetProfiles() {
-						at := time.Unix(0, int64(p.GetTimeUnixNano()))    //nolint:gosec // G115: the test's own times
+						at := time.Unix(0, int64(p.GetTimeUnixNano()))
 						steps := int64((at.Sub(start) + step - 1) / step) // the step that ends at or after the profile
 						for _, smp := range p.GetSamples() {
 							for _, ts := range smp.GetTimestampsUnixNano() {
-								t := time.Unix(0, int64(ts)) //nolint:gosec // G115: the test's own times
+								t := time.Unix(0, int64(ts))
 								bySample[start.Add(t.Sub(start).Truncate(step)).UnixMilli()] += float64(p.GetPeriod())
 								byProfile[start.Add(time.Duration(steps)*step).UnixMilli()] += float64(p.GetPeriod())
 							}

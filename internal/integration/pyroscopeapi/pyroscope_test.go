@@ -82,7 +82,7 @@ func startPyroscope(t *testing.T) *pyroscope {
 		args = append(args, "-"+flag, "127.0.0.1")
 	}
 	p := &pyroscope{url: "http://127.0.0.1:" + strconv.Itoa(httpPort), logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
-	p.cmd = exec.CommandContext(context.Background(), bin, args...) //nolint:gosec // G204: the shared harness's binary
+	p.cmd = exec.CommandContext(context.Background(), bin, args...)
 	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = lockedWriter{p}, lockedWriter{p}
 	if err := p.cmd.Start(); err != nil {
@@ -101,7 +101,7 @@ func startPyroscope(t *testing.T) *pyroscope {
 	})
 	deadline := time.Now().Add(4 * time.Minute)
 	for {
-		resp, err := http.Get(p.url + "/ready") //nolint:noctx // a short poll
+		resp, err := http.Get(p.url + "/ready")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -140,7 +140,7 @@ func (p *pyroscope) log() string {
 // file keeps parallel test binaries apart).
 func unpack(t *testing.T, xz string) string {
 	t.Helper()
-	f, err := os.Open(xz) //nolint:gosec // G304: the harness's own file
+	f, err := os.Open(xz)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,22 +159,22 @@ func unpack(t *testing.T, xz string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "pyroscope-"+hex.EncodeToString(h.Sum(nil))[:16])
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // G304: the cache's lock file
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = lock.Close() }()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil { //nolint:gosec // G115: a file descriptor fits an int
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(bin); err == nil && fi.Mode()&0o100 != 0 {
 		return bin
 	}
-	out, err := os.OpenFile(bin+".tmp", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o700) //nolint:gosec // G302: an executable in the cache
+	out, err := os.OpenFile(bin+".tmp", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o700)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(context.Background(), "xz", "-dc", xz) //nolint:gosec // G204: the harness's own file
+	cmd := exec.CommandContext(context.Background(), "xz", "-dc", xz)
 	cmd.Stdout = out
 	runErr := cmd.Run()
 	if err := out.Close(); err != nil || runErr != nil {
