@@ -315,6 +315,34 @@ func selfProfileNamed(t *testing.T, debugDirs []string, wantDwarf bool) {
 	// ("pthread_cond_signal@@GLIBC_2.3.2"), llvm-symbolizer DWARF's.
 	// llvm-symbolizer looks where the host source looks: the debug dirs
 	// given (an empty one for none: else it reads /usr/lib/debug).
+	named := requireNamedLikeLLVMSymbolizer(t, file, exe, debugDirs, vas, found)
+	require.NotEmpty(t, named)
+
+	frames, err := run(ctx, &query.Engine{Conn: svc.Conn(), Tables: cfg.Schema}, start.Add(-time.Minute), time.Now().Add(time.Minute),
+		map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": demoSel})
+	require.NoError(t, err)
+	labels := frames[0].Fields[3].Config.TypeConfig.Enum.Text
+	for name := range named {
+		require.Contains(t, labels, name, "the flame graph names the libc frame")
+	}
+	t.Logf("libc functions named in the self-profile: %v", slices.Sorted(maps.Keys(named)))
+	var chdbRanges uint64
+	var chdbSource string
+	if svc.Conn().QueryRow(ctx, "SELECT Source, Ranges FROM "+cfg.Schema.Qualified(schema.Executables)+" WHERE endsWith(FileName, '/libchdb.so') LIMIT 1").
+		Scan(&chdbSource, &chdbRanges) == nil {
+		t.Logf("libchdb.so: source %s, %d ranges (its .dynsym: the chdb_* API only)", chdbSource, chdbRanges)
+	}
+
+	stopBusy()
+	stopped = true
+	require.NoError(t, svc.Stop(ctx), "clean stop")
+}
+
+// requireNamedLikeLLVMSymbolizer: the stored inline stack of each sampled
+// address (found) is llvm-symbolizer's, level by level, up to aliases of
+// one function; it returns the functions named.
+func requireNamedLikeLLVMSymbolizer(t *testing.T, file string, exe *symbols.Executable, debugDirs []string, vas []uint64, found map[uint64][]string) map[string]bool {
+	t.Helper()
 	oracleDir := t.TempDir()
 	debugFiles := []string{file}
 	if len(debugDirs) > 0 {
@@ -345,26 +373,7 @@ func selfProfileNamed(t *testing.T, debugDirs []string, wantDwarf bool) {
 			named[fn] = true
 		}
 	}
-	require.NotEmpty(t, named)
-
-	frames, err := run(ctx, &query.Engine{Conn: svc.Conn(), Tables: cfg.Schema}, start.Add(-time.Minute), time.Now().Add(time.Minute),
-		map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": demoSel})
-	require.NoError(t, err)
-	labels := frames[0].Fields[3].Config.TypeConfig.Enum.Text
-	for name := range named {
-		require.Contains(t, labels, name, "the flame graph names the libc frame")
-	}
-	t.Logf("libc functions named in the self-profile: %v", slices.Sorted(maps.Keys(named)))
-	var chdbRanges uint64
-	var chdbSource string
-	if svc.Conn().QueryRow(ctx, "SELECT Source, Ranges FROM "+cfg.Schema.Qualified(schema.Executables)+" WHERE endsWith(FileName, '/libchdb.so') LIMIT 1").
-		Scan(&chdbSource, &chdbRanges) == nil {
-		t.Logf("libchdb.so: source %s, %d ranges (its .dynsym: the chdb_* API only)", chdbSource, chdbRanges)
-	}
-
-	stopBusy()
-	stopped = true
-	require.NoError(t, svc.Stop(ctx), "clean stop")
+	return named
 }
 
 // libcFrames reads the self-profile's distinct unsymbolized frames in
