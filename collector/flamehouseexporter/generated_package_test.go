@@ -8,6 +8,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	runWithEngine(m)
 	// skipping goleak test as per metadata.yml configuration
 	os.Exit(m.Run())
 }
