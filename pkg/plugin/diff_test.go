@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/pproftest"
+	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/query"
-	"github.com/flamehouse/flamehouse/pkg/service"
 )
 
 // diffSink keeps the work of recordWork from being optimised away.
@@ -79,12 +79,20 @@ func writeProfile(t *testing.T, path string, prof *profile.Profile) {
 	require.NoError(t, f.Close())
 }
 
-// importProfiles runs `flamehouse import` against the fixture's ingest.
-func importProfiles(t *testing.T, f *fixture, args ...string) {
+// importProfiles sends pprof files to the fixture's ingest as `flamehouse
+// import` does: converted by pprofconv, with service.name and the
+// attributes (key, value, ...) as resource attributes.
+func importProfiles(t *testing.T, f *fixture, serviceName string, attrs []string, paths ...string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code := service.Main(append([]string{"import", "-endpoint", "http://" + f.ingest.HTTPAddress()}, args...), &out, &errOut)
-	require.Equal(t, 0, code, errOut.String())
+	for _, path := range paths {
+		raw, err := os.ReadFile(path)
+		require.NoError(t, err)
+		prof, err := profile.ParseData(raw)
+		require.NoError(t, err)
+		req, err := pprofconv.Convert(prof, pprofconv.Options{ResourceAttributes: append([]string{"service.name", serviceName}, attrs...)})
+		require.NoError(t, err)
+		f.send(t, req)
+	}
 }
 
 // pprofDiffTop runs `go tool pprof -top -diff_base=base path`: per
@@ -209,8 +217,8 @@ func TestDiffMatchesPprof(t *testing.T) {
 	beforePath, afterPath := filepath.Join(dir, "before.pb.gz"), filepath.Join(dir, "after.pb.gz")
 	recordWork(t, beforePath, 1500*time.Millisecond, before, 300_000, 50_000, 0)
 	recordWork(t, afterPath, 1500*time.Millisecond, after, 100_000, 200_000, 100_000)
-	importProfiles(t, f, "-service", "diffsvc", "-attr", "version=before", beforePath)
-	importProfiles(t, f, "-service", "diffsvc", "-attr", "version=after", afterPath)
+	importProfiles(t, f, "diffsvc", []string{"version", "before"}, beforePath)
+	importProfiles(t, f, "diffsvc", []string{"version", "after"}, afterPath)
 
 	flatBefore, cumBefore := pproftest.Top(t, beforePath)
 	flatAfter, cumAfter := pproftest.Top(t, afterPath)
@@ -335,7 +343,7 @@ func TestDiffTruncationKeepsWhatGrew(t *testing.T) {
 	beforePath, afterPath := filepath.Join(dir, "before.pb.gz"), filepath.Join(dir, "after.pb.gz")
 	writeProfile(t, beforePath, syntheticProfile(at.Add(-time.Hour), beforeSamples))
 	writeProfile(t, afterPath, syntheticProfile(at, afterSamples))
-	importProfiles(t, f, "-service", "truncsvc", beforePath, afterPath)
+	importProfiles(t, f, "truncsvc", nil, beforePath, afterPath)
 	_, cumBefore := pproftest.Top(t, beforePath)
 	_, cumAfter := pproftest.Top(t, afterPath)
 	require.Equal(t, int64(30_000_000), cumBefore["grew"])
