@@ -155,10 +155,8 @@ export const DEFAULTS = {
 
 /** The port the backend uses when none is set: 9000 native, 8123 http, 9440 and 8443 with TLS. */
 export function defaultPort(protocol: Protocol | undefined, secure: boolean | undefined): number {
-  if (protocol === 'http') {
-    return secure ? DEFAULT_PORTS.httpSecure : DEFAULT_PORTS.http;
-  }
-  return secure ? DEFAULT_PORTS.nativeSecure : DEFAULT_PORTS.native;
+  const ports = DEFAULT_PORTS[protocol ?? DEFAULTS.protocol];
+  return secure ? ports.secure : ports.plain;
 }
 
 /**

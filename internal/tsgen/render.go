@@ -53,10 +53,8 @@ func declarations() []declaration {
 			name: "DEFAULT_PORTS",
 			doc:  "The server's port when the settings name none, by protocol and TLS (pkg/plugin/settings.go).",
 			value: object{
-				{"native", plugin.DefaultPortNative},
-				{"nativeSecure", plugin.DefaultPortNativeSecure},
-				{"http", plugin.DefaultPortHTTP},
-				{"httpSecure", plugin.DefaultPortHTTPSecure},
+				{chclient.ProtocolNative, object{{"plain", plugin.DefaultPortNative}, {"secure", plugin.DefaultPortNativeSecure}}},
+				{chclient.ProtocolHTTP, object{{"plain", plugin.DefaultPortHTTP}, {"secure", plugin.DefaultPortHTTPSecure}}},
 			},
 		},
 		{name: "PROTOCOLS", doc: "The protocols of a connection (pkg/chclient).", value: chclient.Protocols},

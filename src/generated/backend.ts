@@ -29,10 +29,14 @@ export const QUERY_LIMITS = {
 
 /** The server's port when the settings name none, by protocol and TLS (pkg/plugin/settings.go). */
 export const DEFAULT_PORTS = {
-  native: 9000,
-  nativeSecure: 9440,
-  http: 8123,
-  httpSecure: 8443,
+  native: {
+    plain: 9000,
+    secure: 9440,
+  },
+  http: {
+    plain: 8123,
+    secure: 8443,
+  },
 } as const;
 
 /** The protocols of a connection (pkg/chclient). */
