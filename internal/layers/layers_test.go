@@ -94,6 +94,46 @@ func TestImportsRunDown(t *testing.T) {
 			layer[name] = i
 		}
 	}
+	var listed []string
+	toMove := map[string]bool{}
+	for _, p := range modulePackages(t) {
+		name := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if name == "" {
+			name = "."
+		}
+		from, ok := layer[name]
+		if !ok {
+			t.Errorf("%s has no layer: add it to layers in internal/layers/layers_test.go", name)
+			continue
+		}
+		listed = append(listed, name)
+		for _, to := range ownImports(p.Imports) {
+			if l, ok := layer[to]; ok && l >= from {
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports run down only", name, from, to, l)
+			}
+		}
+		if !strings.HasPrefix(name, integration) {
+			checkTestImports(t, name, p, layer, toMove)
+		}
+	}
+	for name, tos := range testsToMove {
+		for _, to := range tos {
+			if !toMove[name+" -> "+to] {
+				t.Errorf("the tests of %s no longer import %s: remove it from testsToMove", name, to)
+			}
+		}
+	}
+	require.NotEmpty(t, listed)
+	for name := range layer {
+		if !slices.Contains(listed, name) {
+			t.Errorf("%s is in layers but is not a package of the module: remove it", name)
+		}
+	}
+}
+
+// modulePackages lists the main module's packages with go list.
+func modulePackages(t *testing.T) []goPackage {
+	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	cmd := exec.Command("go", "list", "-json", "./cmd/...", "./internal/...", "./pkg/...")
 	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
@@ -104,58 +144,33 @@ func TestImportsRunDown(t *testing.T) {
 	}
 	require.NoError(t, err)
 	dec := json.NewDecoder(strings.NewReader(string(out)))
-	seen := 0
-	var listed []string
-	toMove := map[string]bool{}
+	var pkgs []goPackage
 	for {
 		var p goPackage
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
+			return pkgs
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		name := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
-		if name == "" {
-			name = "."
-		}
-		from, ok := layer[name]
-		if !ok {
-			t.Errorf("%s has no layer: add it to layers in internal/layers/layers_test.go", name)
-			continue
-		}
-		seen++
-		listed = append(listed, name)
-		for _, to := range ownImports(p.Imports) {
-			if l, ok := layer[to]; ok && l >= from {
-				t.Errorf("%s (layer %d) imports %s (layer %d): imports run down only", name, from, to, l)
-			}
-		}
-		if strings.HasPrefix(name, integration) {
-			continue
-		}
-		for _, to := range ownImports(append(p.TestImports, p.XTestImports...)) {
-			l, ok := layer[to]
-			switch {
-			case !ok || l < from || to == name || slices.Contains(harnesses, to):
-			case slices.Contains(testsToMove[name], to):
-				toMove[name+" -> "+to] = true
-			default:
-				t.Errorf("the tests of %s (layer %d) import %s (layer %d): tests import lower layers and the harnesses; "+
-					"a test that needs more belongs under %s", name, from, to, l, integration)
-			}
-		}
+		pkgs = append(pkgs, p)
 	}
-	for name, tos := range testsToMove {
-		for _, to := range tos {
-			if !toMove[name+" -> "+to] {
-				t.Errorf("the tests of %s no longer import %s: remove it from testsToMove", name, to)
-			}
-		}
-	}
-	require.Positive(t, seen)
-	for name := range layer {
-		if !slices.Contains(listed, name) {
-			t.Errorf("%s is in layers but is not a package of the module: remove it", name)
+}
+
+// checkTestImports: the tests of package name (of layer layer[name])
+// import lower layers, the harnesses and the package itself, or what
+// testsToMove lists, which it marks in toMove.
+func checkTestImports(t *testing.T, name string, p goPackage, layer map[string]int, toMove map[string]bool) {
+	t.Helper()
+	from := layer[name]
+	for _, to := range ownImports(append(p.TestImports, p.XTestImports...)) {
+		l, ok := layer[to]
+		switch {
+		case !ok || l < from || to == name || slices.Contains(harnesses, to):
+		case slices.Contains(testsToMove[name], to):
+			toMove[name+" -> "+to] = true
+		default:
+			t.Errorf("the tests of %s (layer %d) import %s (layer %d): tests import lower layers and the harnesses; "+
+				"a test that needs more belongs under %s", name, from, to, l, integration)
 		}
 	}
 }
