@@ -164,6 +164,10 @@ func goVersion() (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// staleBuild is how long a cached Collector binary of other sources stays
+// unused before a build of the same module removes it.
+const staleBuild = 24 * time.Hour
+
 // cachedBuild returns the cache's binary name-sum, building it with
 // compile (which writes the binary to out) when it is not there yet.
 func cachedBuild(name, sum string, compile func(ctx context.Context, out string) error) (bin string, cached bool, err error) {
@@ -183,6 +187,8 @@ func cachedBuild(name, sum string, compile func(ctx context.Context, out string)
 	}
 	defer unlock()
 	if fi, statErr := os.Stat(bin); statErr == nil && fi.Mode().IsRegular() && fi.Mode()&0o100 != 0 {
+		now := time.Now()
+		_ = os.Chtimes(bin, now, now) // in use: not stale for another checkout's pruning
 		return bin, true, nil
 	}
 	// Build next to the final name, then rename, so that nothing ever runs
@@ -200,11 +206,13 @@ func cachedBuild(name, sum string, compile func(ctx context.Context, out string)
 		return "", false, err
 	}
 	// Binaries of older sources of the same module are of no further use
-	// (the pattern does not match other modules: "otelcol-" + 16 hex
-	// digits never is "otelcol-clickhouse-" + 16 hex digits).
+	// once no checkout runs them: those not used for a day go (the pattern
+	// does not match other modules: "otelcol-" + 16 hex digits never is
+	// "otelcol-clickhouse-" + 16 hex digits). Another checkout's tests may
+	// be running a binary built from its own sources right now.
 	old, _ := filepath.Glob(filepath.Join(cacheDir, name+"-"+strings.Repeat("[0-9a-f]", len(sum))))
 	for _, o := range old {
-		if o != bin {
+		if info, err := os.Stat(o); err == nil && o != bin && time.Since(info.ModTime()) > staleBuild {
 			_ = os.Remove(o)
 		}
 	}
