@@ -10,8 +10,8 @@ import {
   ScopedVars,
   TimeRange,
 } from '@grafana/data';
-import { DataSourceWithBackend, getDataSourceSrv, getTemplateSrv } from '@grafana/runtime';
-import { map, Observable } from 'rxjs';
+import { DataSourceWithBackend, FetchError, getBackendSrv, getDataSourceSrv, getTemplateSrv } from '@grafana/runtime';
+import { lastValueFrom, map, Observable } from 'rxjs';
 
 import { interpolateQuery, interpolateSelector } from './interpolate';
 import { parseSelector } from './labelSelector';
@@ -129,6 +129,32 @@ export class DataSource extends DataSourceWithBackend<ProfileQuery, FlamehouseOp
     return queries.map((q) => ({ ...interpolateQuery(q, scopedVars, filters), datasource: this.getRef() }));
   }
 
+  /**
+   * The answer of a flame graph or table query over a range as a gzipped pprof file, from the backend's pprof
+   * resource (docs/query.md#pprof-export): the query as it runs, template variables replaced. Rejects with the
+   * backend's message when the query cannot be exported.
+   */
+  async downloadPprof(query: ProfileQuery, range: TimeRange, scopedVars: ScopedVars = {}): Promise<PprofFile> {
+    const body: Record<string, unknown> = { ...interpolateQuery(query, scopedVars) };
+    for (const editorKey of ['refId', 'datasource', 'hide', 'key']) {
+      delete body[editorKey];
+    }
+    const params = { query: JSON.stringify(body), from: String(range.from.valueOf()), to: String(range.to.valueOf()) };
+    try {
+      const response = await lastValueFrom(
+        getBackendSrv().fetch<Blob>({
+          url: `/api/datasources/uid/${this.uid}/resources/pprof`,
+          params,
+          responseType: 'blob',
+          showErrorAlert: false,
+        })
+      );
+      return { blob: response.data, filename: attachmentName(response.headers.get('content-disposition')) };
+    } catch (e) {
+      throw new Error(await fetchErrorMessage(e));
+    }
+  }
+
   /** The profile types with data in the range. */
   async getProfileTypes(range?: ResourceRange): Promise<ProfileTypeInfo[]> {
     const types = await this.lookup<ProfileTypeInfo[] | null>('profileTypes', lookupParams(range));
@@ -205,6 +231,50 @@ export class DataSource extends DataSourceWithBackend<ProfileQuery, FlamehouseOp
   private interpolate(text?: string): string | undefined {
     return text ? getTemplateSrv().replace(text) : undefined;
   }
+}
+
+/** A downloaded pprof file and the name the backend gave it. */
+export interface PprofFile {
+  blob: Blob;
+  filename: string;
+}
+
+/** The default name of a pprof file whose response named none. */
+const PPROF_FILENAME = 'flamehouse.pb.gz';
+
+/** The file name of a Content-Disposition header's attachment. */
+export function attachmentName(header: string | null): string {
+  const name = header?.match(/filename="([^"]+)"/)?.[1];
+  return name && /^[\w.-]+$/.test(name) ? name : PPROF_FILENAME;
+}
+
+/** The message of a failed resource call: the backend's JSON message, in a blob when the response was one. */
+async function fetchErrorMessage(e: unknown): Promise<string> {
+  const err = e as Partial<FetchError>;
+  let body: unknown = err.data;
+  if (body instanceof Blob) {
+    const text = await blobText(body);
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = { message: text };
+    }
+  }
+  const message = (body as { message?: unknown } | undefined)?.message;
+  if (typeof message === 'string' && message) {
+    return message;
+  }
+  return err.statusText || (e instanceof Error ? e.message : 'the pprof download failed');
+}
+
+/** A blob's text (FileReader: jsdom's Blob has no text()). */
+function blobText(blob: Blob): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result ?? ''));
+    reader.onerror = () => reject(reader.error);
+    reader.readAsText(blob);
+  });
 }
 
 /** A linked datasource by uid, as Grafana knows it; undefined when unset or unknown (deleted, no access). */

@@ -244,6 +244,7 @@ interface Dashboard {
       allValue?: string;
     }>;
   };
+  links: Array<{ title: string; type: string; url: string }>;
   panels: Array<{
     id: number;
     type: string;
@@ -299,6 +300,33 @@ describe('provisioning/dashboards', () => {
     expect(diff?.type).toBe('flamegraph');
     expect(diff?.targets[0]).toMatchObject({ left: {} });
     expect(new Set(dashboard.panels.map((p) => p.id)).size).toBe(dashboard.panels.length);
+  });
+
+  it('lists single profiles and opens a node of a small flame graph in place', () => {
+    const profiles = dashboard.panels.find((p) => p.targets[0].queryType === 'profiles');
+    expect(profiles?.type).toBe('table');
+    const focused = dashboard.panels.find((p) => p.targets[0].focusPath !== undefined);
+    expect(focused?.type).toBe('flamegraph');
+    expect(focused?.targets[0]).toMatchObject({
+      queryType: 'profile',
+      maxNodes: 100,
+      focusPath: ['runtime.gcBgMarkWorker'],
+    });
+  });
+
+  it("links to the pprof file of the service's CPU over the dashboard's range", () => {
+    expect(dashboard.links).toHaveLength(1);
+    const url = new URL(dashboard.links[0].url.replace('${service:percentencode}', 'checkout'), 'http://grafana');
+    expect(url.pathname).toBe(`/api/datasources/uid/${ds.uid}/resources/pprof`);
+    expect(url.searchParams.get('from')).toBe('${__from}');
+    expect(url.searchParams.get('to')).toBe('${__to}');
+    const query = JSON.parse(url.searchParams.get('query') ?? '') as Target;
+    expect(checkAgainst(queryStruct, query, 'pprof link', GRAFANA_QUERY_KEYS)).toEqual([]);
+    expect(query).toEqual({
+      queryType: 'profile',
+      profileTypeId: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds',
+      labelSelector: '{service_name="checkout"}',
+    });
   });
 
   it("shows the backend's column names: no panel renames a field", () => {

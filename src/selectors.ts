@@ -101,6 +101,13 @@ export const selectors = {
     baselineTo: 'flamehouse-query-baseline-to',
     /** The button that turns a flame graph query into a diff against the previous period. */
     compare: 'flamehouse-query-compare',
+    /** The button that downloads the query's answer as a pprof file, and the error it shows. */
+    downloadPprof: 'flamehouse-query-download-pprof',
+    downloadPprofError: 'flamehouse-query-download-pprof-error',
+    /** The picker of the flame graph node to open in place ("other" rows, or nodes found by name), and its clear button. */
+    focusPicker: 'flamehouse-query-focus-picker',
+    focusPath: 'flamehouse-query-focus-path',
+    focusClear: 'flamehouse-query-focus-clear',
     /** The "Related" row of links under the editor in Explore, and each of its links. */
     related: 'flamehouse-query-related',
     relatedLink: 'flamehouse-query-related-link',

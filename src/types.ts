@@ -4,9 +4,11 @@ import { DataQuery } from '@grafana/schema';
  * What a query asks for; a superset of the Pyroscope datasource's model. `traces` is one trace from the
  * OpenTelemetry Collector exporter's traces table, its spans marked where they have profile samples; `spans` ranks
  * the spans of a selection by profile value; `executables` lists the selection's executables (mapped files) with
- * their share of samples, the share of their frames that have names, and where the names come from (docs/symbols.md).
+ * their share of samples, the share of their frames that have names, and where the names come from (docs/symbols.md);
+ * `profiles` lists the selection's single profiles as they came in, each linked to its own flame graph and pprof file.
  */
-export type QueryType = 'profile' | 'metrics' | 'both' | 'table' | 'traces' | 'spans' | 'diff' | 'executables';
+export type QueryType =
+  'profile' | 'metrics' | 'both' | 'table' | 'traces' | 'spans' | 'diff' | 'executables' | 'profiles';
 
 /** What a function filter keeps: the stacks through the function (total) or ending in it (self). */
 export type FunctionValue = 'total' | 'self';
@@ -66,6 +68,16 @@ export interface ProfileQuery extends DataQuery {
   hideFrames?: string[];
   /** Frame kinds whose runs of frames become one node each, `[kernel]` or `[native]`. */
   collapseFrames?: string[];
+  /**
+   * A flame graph node opened in place: the labels from the root's children down to it (a last `other` stands for
+   * its parent). Its subtree gets a node budget of its own; the rest of the graph stays as it was.
+   */
+  focusPath?: string[];
+  /** Only the samples of one series (decimal), as a profiles row's flame graph link sets it. */
+  seriesId?: string;
+  /** With intervalSeconds, narrows the range to one interval (Unix ms): links to a series point or a profile. */
+  intervalStart?: string;
+  intervalSeconds?: number | string;
 }
 
 /** The frame kinds flame graphs and tables mark, hide or collapse (pkg/query/framekinds.go). */

@@ -142,7 +142,23 @@ test('a host profiled by the eBPF profiler: a flame graph by process picked from
   const withoutKernel = flameRows(await flameOf(await hidden));
   expect(withoutKernel.filter((r) => r.label.endsWith(' [kernel]'))).toEqual([]);
   expect(withoutKernel[0].value, 'the same samples').toBe(total);
-  expect(withoutKernel.filter((r) => r.level === 1).map((r) => r.label)).toEqual(expect.arrayContaining(processes));
+  // Hiding kernel frames moves samples within a process: every process keeps its samples. Past the node budget the
+  // smallest processes of a busy host may fold into "other" in one graph and not in the other (the graphs' shapes
+  // differ), so a process missing from one side must be one of those: under 1 % of the samples.
+  const perProcess = (rows: typeof byProcess) =>
+    new Map(rows.filter((r) => r.level === 1 && r.label !== 'other').map((r) => [r.label, r.value]));
+  const processesBefore = perProcess(byProcess);
+  const processesAfter = perProcess(withoutKernel);
+  for (const [name, value] of processesBefore) {
+    if (processesAfter.has(name)) {
+      expect(processesAfter.get(name), `${name} keeps its samples with kernel frames hidden`).toBe(value);
+    } else {
+      expect(value, `${name}, not in the graph without kernel frames, is a small process`).toBeLessThan(total / 100);
+    }
+  }
+  expect([...processesAfter.keys()], 'the agent and kernel threads stay').toEqual(
+    expect.arrayContaining(['flamehouse', '(no process_executable_name)'])
+  );
   await expect(options.getByTestId(q.optionsSummary)).toContainText('Kernel frames: hidden');
   await search.fill(String.raw`\[kernel\]`);
   await expect(page.getByTestId('topTable').getByText(/ \[kernel\]$/)).toHaveCount(0);

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -74,13 +75,38 @@ func CPUProfile(tb testing.TB, f func()) *profile.Profile {
 	return p
 }
 
+// Recorded is a real CPU profile of known work: its file, the profile read
+// back, and `go tool pprof -top`'s flat and cumulative nanoseconds per
+// function.
+type Recorded struct {
+	Path      string
+	Profile   *profile.Profile
+	Flat, Cum map[string]int64
+}
+
+// Record writes a CPU profile of about 1.5 s of known work (RecordCPU)
+// into dir as cpu.pb.gz and reads it back and through pprof -top.
+func Record(tb testing.TB, dir string) Recorded {
+	tb.Helper()
+	r := Recorded{Path: filepath.Join(dir, "cpu.pb.gz")}
+	RecordCPU(tb, r.Path, 1500*time.Millisecond)
+	r.Flat, r.Cum = Top(tb, r.Path)
+	raw, err := os.ReadFile(r.Path)
+	require.NoError(tb, err)
+	r.Profile, err = profile.ParseData(raw)
+	require.NoError(tb, err)
+	return r
+}
+
 // Top runs `go tool pprof -top` on a profile and returns flat and
-// cumulative nanoseconds per function (every function pprof lists).
+// cumulative nanoseconds per function (every function pprof lists), names
+// as recorded (-symbolize=none: pprof would drop the parenthesized parts
+// of names it takes for C++, which includes Go's generic instances).
 func Top(tb testing.TB, path string) (flat, cum map[string]int64) {
 	tb.Helper()
 	goBin, err := exec.LookPath("go")
 	require.NoError(tb, err, "the go tool is needed to compare with pprof -top")
-	out, err := exec.CommandContext(tb.Context(), goBin, "tool", "pprof", "-top", "-nodecount=100000", "-nodefraction=0", "-edgefraction=0", "-unit=ns", path).CombinedOutput() //nolint:gosec // G204: fixed arguments and a test file
+	out, err := exec.CommandContext(tb.Context(), goBin, "tool", "pprof", "-top", "-symbolize=none", "-nodecount=100000", "-nodefraction=0", "-edgefraction=0", "-unit=ns", path).CombinedOutput() //nolint:gosec // G204: fixed arguments and a test file
 	require.NoError(tb, err, string(out))
 	flat, cum = map[string]int64{}, map[string]int64{}
 	parse := func(s string) int64 {

@@ -113,7 +113,8 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 		if err != nil {
 			return healthError("%v", err), nil
 		}
-		res.Message += " " + symbolsNote(cat, cfg, d.settings.Profiles.Schema) + " " + d.tracesNote(ctx, conn) + " " + access
+		res.Message += " " + symbolsNote(cat, cfg, d.settings.Profiles.Schema) + profilesNote(cat, cfg, d.settings.Profiles.Schema) +
+			" " + d.tracesNote(ctx, conn) + " " + access
 	}
 	return res, nil
 }
@@ -138,6 +139,16 @@ func symbolsNote(cat catalog, cfg schema.Config, s query.Schema) string {
 	}
 	return fmt.Sprintf("Symbol tables %q and %q found (schema version 3): unsymbolized native frames are named from uploaded and debuginfod symbols.",
 		cfg.Name(schema.Symbols), cfg.Name(schema.Executables))
+}
+
+// profilesNote says, on Flamehouse's tables, when the profiles table
+// (schema version 5) is missing: the profiles query type needs it.
+func profilesNote(cat catalog, cfg schema.Config, s query.Schema) string {
+	if s == query.SchemaOTel || cat.tables[cfg.Name(schema.Profiles)] {
+		return ""
+	}
+	return fmt.Sprintf(" No profiles table (%s; schema version 5): the profiles query type lists nothing until `flamehouse migrate` adds it.",
+		cfg.Name(schema.Profiles))
 }
 
 // tracesNote says whether the exporter's spans table is there: traces
@@ -242,11 +253,11 @@ func readCatalog(ctx context.Context, conn clickhouse.Conn, database string) (ca
 
 // flamehouseGaps lists the Flamehouse tables the database lacks and, of
 // the tables it has, the columns the queries read but the tables lack. The
-// symbol tables (schema version 3) are optional: symbolsNote says whether
-// they are there.
+// symbol tables (schema version 3) and the profiles table (version 5) are
+// optional: symbolsNote and profilesNote say whether they are there.
 func (c catalog) flamehouseGaps(cfg schema.Config) (tables, columns []string) {
 	for _, t := range schema.Tables {
-		if t == schema.Symbols || t == schema.Executables {
+		if t == schema.Symbols || t == schema.Executables || t == schema.Profiles {
 			continue
 		}
 		name := cfg.Name(t)

@@ -8,9 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +16,6 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/google/pprof/profile"
 	"github.com/grafana/dskit/services"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -104,6 +101,13 @@ func report(t *testing.T, at time.Time) (*collectorpb.ExportProfilesServiceReque
 	t.Helper()
 	cfg := profilegen.DefaultConfig()
 	cfg.Stacks, cfg.Pods, cfg.SamplesPerSecond, cfg.Locations, cfg.Functions = 300, 4, 200, 2000, 500
+	return generatedReport(t, cfg, at)
+}
+
+// generatedReport is a report of a workload at a time and what converting
+// it as the ingest does yields.
+func generatedReport(t *testing.T, cfg profilegen.Config, at time.Time) (*collectorpb.ExportProfilesServiceRequest, *model.Batch) {
+	t.Helper()
 	req := profilegen.New(cfg).Report(at)
 	opts := convert.DefaultOptions("")
 	opts.Now = func() time.Time { return at.Add(time.Minute) }
@@ -373,28 +377,15 @@ func TestInvalidQueriesAreDownstreamErrors(t *testing.T) {
 
 func TestTopTableMatchesPprofTop(t *testing.T) {
 	f := newFixture(t, nil)
-	path := filepath.Join(t.TempDir(), "cpu.pb.gz")
-	pproftest.RecordCPU(t, path, 1500*time.Millisecond)
-	wantFlat, wantCum := pproftest.Top(t, path)
-	raw, err := os.ReadFile(path)
-	require.NoError(t, err)
-	prof, err := profile.ParseData(raw)
-	require.NoError(t, err)
+	rec := pproftest.Record(t, t.TempDir())
+	wantFlat, wantCum, prof := rec.Flat, rec.Cum, rec.Profile
 	req, err := pprofconv.Convert(prof, pprofconv.Options{ResourceAttributes: []string{"service.name", "pprof-oracle"}})
 	require.NoError(t, err)
 	f.send(t, req)
 
 	at := time.Unix(0, prof.TimeNanos)
 	q := map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="pprof-oracle"}`}
-	table := requireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Minute)))[0]
-	gotFlat, gotCum := map[string]int64{}, map[string]int64{}
-	for i := range table.Rows() {
-		label, _ := table.Fields[0].ConcreteAt(i)
-		s, _ := table.Fields[1].ConcreteAt(i)
-		tot, _ := table.Fields[2].ConcreteAt(i)
-		gotFlat[label.(string)] = s.(int64) // typed fields
-		gotCum[label.(string)] = tot.(int64)
-	}
+	gotFlat, gotCum := tableTop(requireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Minute)))[0])
 	require.Equal(t, wantFlat, gotFlat, "self per function equals pprof -top flat")
 	require.Equal(t, wantCum, gotCum, "total per function equals pprof -top cum")
 
@@ -407,6 +398,20 @@ func TestTopTableMatchesPprofTop(t *testing.T) {
 		sum += v
 	}
 	require.Equal(t, sum, rows[0].value, "the truncated flame graph's root is the profile's total")
+}
+
+// tableTop is a table answer's self and total per function, as pprof -top
+// lists flat and cum.
+func tableTop(table *data.Frame) (self, total map[string]int64) {
+	self, total = map[string]int64{}, map[string]int64{}
+	for i := range table.Rows() {
+		label, _ := table.Fields[0].ConcreteAt(i)
+		s, _ := table.Fields[1].ConcreteAt(i)
+		tot, _ := table.Fields[2].ConcreteAt(i)
+		self[label.(string)] = s.(int64) // typed fields
+		total[label.(string)] = tot.(int64)
+	}
+	return self, total
 }
 
 func TestSpanSelectorAndTraceID(t *testing.T) {

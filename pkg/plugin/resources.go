@@ -26,7 +26,8 @@ const defaultResourceRange = 24 * time.Hour
 // CallResource serves the query editor's lookups: profileTypes, services,
 // labelNames and labelValues (?label=name), bounded by from and to (Unix
 // milliseconds; default the last 24 hours) and, except for profileTypes,
-// by profileTypeId.
+// by profileTypeId; and pprof, a query's answer as a pprof file
+// (servePprof).
 func (d *Datasource) CallResource(ctx context.Context, req *backend.CallResourceRequest, sender backend.CallResourceResponseSender) error {
 	if req.Method != http.MethodGet {
 		return sendError(sender, http.StatusMethodNotAllowed, "use GET")
@@ -36,6 +37,9 @@ func (d *Datasource) CallResource(ctx context.Context, req *backend.CallResource
 		return sendError(sender, http.StatusBadRequest, "invalid URL: "+err.Error())
 	}
 	params := u.Query()
+	if strings.Trim(req.Path, "/") == pprofResource {
+		return d.servePprof(ctx, req, params, sender)
+	}
 	scope, err := resourceScope(params, time.Now())
 	if err != nil {
 		return sendError(sender, http.StatusBadRequest, err.Error())
@@ -56,7 +60,7 @@ func (d *Datasource) CallResource(ctx context.Context, req *backend.CallResource
 	case "labelValues":
 		result, err = engine.LabelValues(ctx, scope, params.Get("label"))
 	default:
-		return sendError(sender, http.StatusNotFound, fmt.Sprintf("unknown resource %q: use profileTypes, services, labelNames or labelValues", req.Path))
+		return sendError(sender, http.StatusNotFound, fmt.Sprintf("unknown resource %q: use profileTypes, services, labelNames, labelValues or pprof", req.Path))
 	}
 	if err != nil {
 		return sendError(sender, http.StatusBadGateway, err.Error())

@@ -98,6 +98,7 @@ func writeRequestKey(b *strings.Builder, r *Request) {
 	fmt.Fprintf(b, "%d %d %d %d %d\n", r.From.UnixNano(), r.To.UnixNano(), r.rangeFrom.UnixNano(), r.rangeTo.UnixNano(), r.Step)
 	fmt.Fprintf(b, "%q %t %t %t\n", r.Function, r.FunctionSelf, r.Ratio, r.Alert)
 	fmt.Fprintf(b, "%t %q %q %d %d %t\n", r.Lines, r.BuildID, r.MappingFile, r.HideFrames, r.CollapseFrames, r.DiffUnscaled)
+	fmt.Fprintf(b, "%q %q\n", r.FocusPath, r.SeriesID)
 }
 
 // copyFrames returns new frame structs sharing the fields and meta.

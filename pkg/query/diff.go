@@ -164,6 +164,7 @@ var ErrNotForAlerts = errors.New("not a numeric query")
 func notForAlerts(queryType string) error {
 	what := map[string]string{
 		TypeProfile: "a flame graph", TypeDiff: "a diff flame graph", TypeTraces: "a trace", TypeSpans: "a ranking of spans",
+		TypeProfiles: "a list of profiles",
 	}[queryType]
 	return fmt.Errorf("%w: queryType %q answers %s, which alert rules cannot evaluate; use queryType %q (time series, "+
 		"with groupBy, function and ratio) or %q (one number per function)", ErrNotForAlerts, queryType, what, TypeMetrics, TypeTable)

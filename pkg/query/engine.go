@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/flamehouse/flamehouse/pkg/query/flame"
+	"github.com/flamehouse/flamehouse/pkg/query/selector"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
@@ -64,14 +66,22 @@ func (e *Engine) Run(ctx context.Context, r *Request) (data.Frames, error) {
 }
 
 func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
-	if r.Alert && (r.Type == TypeProfile || r.Type == TypeDiff || r.Type == TypeTraces || r.Type == TypeSpans || r.Type == TypeExecutables) {
+	if r.Alert && (r.Type == TypeProfile || r.Type == TypeDiff || r.Type == TypeTraces || r.Type == TypeSpans || r.Type == TypeExecutables ||
+		r.Type == TypeProfiles) {
 		return nil, notForAlerts(r.Type)
 	}
 	if err := e.checkFilters(r); err != nil {
 		return nil, err
 	}
-	if e.Schema == SchemaOTel && r.shapesFrames() {
-		return nil, fmt.Errorf("%w: the exporter's table keeps no frame types (profile.frame.type): frames cannot be hidden or collapsed by kind", ErrInvalidQuery)
+	if r.Type == TypeProfiles {
+		f, err := e.profilesView(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		return data.Frames{f}, nil
+	}
+	if err := e.scopeSeries(ctx, r); err != nil {
+		return nil, err
 	}
 	if r.Type == TypeDiff {
 		f, err := e.diff(ctx, r)
@@ -129,7 +139,44 @@ func (e *Engine) checkFilters(r *Request) error {
 	if e.Schema == SchemaOTel && r.BuildID != "" {
 		return fmt.Errorf("%w: the exporter's table keeps no build ids: filter by mappingFile", ErrInvalidQuery)
 	}
+	if e.Schema == SchemaOTel && r.shapesFrames() {
+		return fmt.Errorf("%w: the exporter's table keeps no frame types (profile.frame.type): frames cannot be hidden or collapsed by kind", ErrInvalidQuery)
+	}
+	if e.Schema == SchemaOTel && r.SeriesID != "" {
+		return fmt.Errorf("%w: the exporter's table keeps no series ids", ErrInvalidQuery)
+	}
 	return nil
+}
+
+// scopeSeries adds the service of a request's series (seriesId) to its
+// matchers, unless it names one exactly: a series belongs to one service,
+// and the service scopes the stack and frame lookups.
+func (e *Engine) scopeSeries(ctx context.Context, r *Request) error {
+	if r.SeriesID == "" {
+		return nil
+	}
+	for _, m := range r.Matchers {
+		if isServiceName(m.Name) && m.Op == selector.Equal {
+			return nil
+		}
+	}
+	var p params
+	q := "SELECT ServiceName FROM " + e.Tables.Qualified(schema.Series) + " WHERE TenantId = " + p.str(e.Tenant) +
+		" AND SeriesId = " + p.add("UInt64", r.SeriesID) + " LIMIT 1"
+	rows, err := e.Conn.Query(ctx, q, p.args...)
+	if err != nil {
+		return fmt.Errorf("look up the series' service: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return rows.Err() // an unknown series: no samples either
+	}
+	var service string
+	if err := rows.Scan(&service); err != nil {
+		return err
+	}
+	r.Matchers = append(slices.Clone(r.Matchers), selector.Matcher{Name: "service_name", Op: selector.Equal, Value: service})
+	return rows.Err()
 }
 
 // prepareTraces looks up the spans tables for the requests that read them
@@ -161,6 +208,9 @@ func (e *Engine) SeriesPoints(ctx context.Context, r *Request) ([]SeriesGroup, e
 		return nil, fmt.Errorf("%w: series points answer metrics queries without ratio, not queryType %q", ErrInvalidQuery, r.Type)
 	}
 	if err := e.checkFilters(r); err != nil {
+		return nil, err
+	}
+	if err := e.scopeSeries(ctx, r); err != nil {
 		return nil, err
 	}
 	if _, err := e.prepareTraces(ctx, r); err != nil {
@@ -206,12 +256,18 @@ func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue
 	if err != nil {
 		return nil, nil, err
 	}
-	names.groups = groups
+	names.groups, names.groupValues = groups.names(), groups.valuesOf()
 	res, err := l.e.resolution(ctx, natives)
 	if err != nil {
 		return nil, nil, err
 	}
 	res.name(natives, names, r.Lines)
+	if r.details {
+		if names.details, err = l.e.frameDetails(ctx, f, names.dense.ids); err != nil {
+			return nil, nil, err
+		}
+		res.inlineLevels(natives, names.details)
+	}
 	return stacks, names, nil
 }
 
@@ -286,7 +342,35 @@ func stacksFrame(r *Request, stacks []stackValue, fn *frameNames) *data.Frame {
 	}
 	tree := flame.NewTree(names)
 	eachPath(stacks, fn, names, shapeOf(r), tree.Add)
-	return tree.Frame(r.MaxNodes, unit)
+	if len(r.FocusPath) == 0 {
+		return tree.Frame(r.MaxNodes, unit)
+	}
+	return focusedFrame(tree, names, r, unit)
+}
+
+// focusedFrame renders a flame graph with the request's focus path opened
+// (flame.Tree.FrameFocused); a path the answer does not have is said in a
+// notice, and the graph is rendered without it.
+func focusedFrame(tree *flame.Tree, names *flame.Names, r *Request, unit string) *data.Frame {
+	focus := make([]int32, len(r.FocusPath))
+	known := true
+	for i, label := range r.FocusPath {
+		focus[i], known = names.Lookup(label)
+		if !known {
+			break
+		}
+	}
+	if !known {
+		focus = nil
+	}
+	frame, found := tree.FrameFocused(r.MaxNodes, unit, focus)
+	if !known || !found {
+		frame.AppendNotices(data.Notice{
+			Severity: data.NoticeSeverityWarning,
+			Text:     fmt.Sprintf("No stack goes through the focus path %s: the flame graph is shown without it.", strings.Join(r.FocusPath, " > ")),
+		})
+	}
+	return frame
 }
 
 // pathShape is what shapes an answer's label paths beyond its frames'
@@ -480,8 +564,13 @@ type frameNames struct {
 	// none is).
 	kinds map[uint64]frameKind
 	// groups name the groups of a grouped answer (stackValue.group
-	// indexes them); nil when it is not grouped.
-	groups []string
+	// indexes them); nil when it is not grouped. groupValues are each
+	// group's values of the groupBy labels.
+	groups      []string
+	groupValues [][]string
+	// details are the frames' details for a pprof export (nil for other
+	// answers, and on the exporter's table).
+	details map[uint64]*frameDetail
 	// dense numbers the frames of the stacks frameLabels looked the labels
 	// up for, in their order (nil when the labels came another way).
 	dense *denseFrames
@@ -578,7 +667,7 @@ func (e *Engine) symbols() *Symbols {
 // stacks sums the request's values per stack (per group and stack for a
 // grouped flame graph: flameGroupBy) and resolves each stack's frame ids
 // (cached ones from the cache). groups name the groups.
-func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, sym *Symbols) (out []stackValue, groups []string, _ *filter, _ error) {
+func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, sym *Symbols) (out []stackValue, groups *groupIndex, _ *filter, _ error) {
 	var p params
 	f := buildFilter(&p, e.Tables, e.Tenant, stackRequest(r), keys)
 	groupBy := flameGroupBy(r)
@@ -630,7 +719,7 @@ func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, s
 			out[i].group = ofStack[i]
 		}
 	}
-	return out, g.names(), f, nil
+	return out, g, f, nil
 }
 
 // flameGroupBy are the labels that split a flame graph's root into one
@@ -648,6 +737,8 @@ type groupIndex struct {
 	groupBy []string
 	index   map[string]int32
 	list    []string
+	// values are each group's label values, by number.
+	values [][]string
 }
 
 // newGroupIndex returns the index of the groups of labels, nil for none.
@@ -666,6 +757,7 @@ func (g *groupIndex) of(values []string) int32 {
 		i = index32(len(g.list))
 		g.index[name] = i
 		g.list = append(g.list, name)
+		g.values = append(g.values, slices.Clone(values))
 	}
 	return i
 }
@@ -676,6 +768,14 @@ func (g *groupIndex) names() []string {
 		return nil
 	}
 	return g.list
+}
+
+// valuesOf are the groups' label values by number (nil without groups).
+func (g *groupIndex) valuesOf() [][]string {
+	if g == nil {
+		return nil
+	}
+	return g.values
 }
 
 // stackFrames finds the frame ids of stacks: cached, else from the stacks

@@ -248,15 +248,7 @@ func (v *kindView) appendDense(path []int32, frames []int32, nameOf []int32, kin
 // appendIDs appends the label ids of a stack of frame ids; a frame that
 // is not stored shows as "unknown".
 func (v *kindView) appendIDs(path []int32, frames []uint64) []int32 {
-	mixed := false
-	if v.interpreted {
-		for _, f := range frames {
-			if v.kinds[f] == kindInterpreted {
-				mixed = true
-				break
-			}
-		}
-	}
+	mixed := v.mixed(frames)
 	last := kindCode
 	for _, f := range frames {
 		e, ok := v.ids.ids[f]
@@ -268,27 +260,75 @@ func (v *kindView) appendIDs(path []int32, frames []uint64) []int32 {
 	return path
 }
 
-// appendFrame appends one frame (its nameIDs entry and kind) after a run
-// of the kind last (kindCode: no collapsed run), and returns the kind of
-// the run it ends in.
-func (v *kindView) appendFrame(path []int32, e int32, kind frameKind, mixed bool, last frameKind) ([]int32, frameKind) {
+// mixed reports whether a stack of frame ids has interpreted frames next
+// to native ones, whose native frames are then marked.
+func (v *kindView) mixed(frames []uint64) bool {
+	if !v.interpreted {
+		return false
+	}
+	for _, f := range frames {
+		if v.kinds[f] == kindInterpreted {
+			return true
+		}
+	}
+	return false
+}
+
+// frameAction is what a shaped answer makes of one frame of a stack.
+type frameAction uint8
+
+const (
+	// actionShow shows the frame under its label (a kernel frame's label
+	// carries its mark already: nameIDs.add).
+	actionShow frameAction = iota
+	// actionMarkNative shows the frame under its native-marked label.
+	actionMarkNative
+	// actionSkip shows nothing: the frame is hidden, or part of a
+	// collapsed run that is shown already.
+	actionSkip
+	// actionCollapse shows the node of a collapsed run of the frame's kind.
+	actionCollapse
+)
+
+// act decides what becomes of one frame of a kind, in a stack that is
+// mixed or not, after a run of the kind last (kindCode: no collapsed run);
+// it returns the action, the frame's kind as the answer sees it and the
+// kind of the run the frame ends in. Flame graphs, tables, diffs and pprof
+// exports shape frames with it.
+func (v *kindView) act(kind frameKind, mixed bool, last frameKind) (frameAction, frameKind, frameKind) {
 	if kind == kindInterpreted || (kind == kindNative && !mixed) {
 		kind = kindCode
 	}
 	switch {
 	case kind == kindCode:
-		return v.ids.appendEntry(path, e), kindCode
+		return actionShow, kind, kindCode
 	case v.hide.has(kind):
-		return path, last
+		return actionSkip, kind, last
 	case v.collapse.has(kind):
 		if last == kind {
-			return path, last
+			return actionSkip, kind, last
 		}
-		return append(path, v.collapsed[kind]), kind
+		return actionCollapse, kind, kind
 	case kind == kindNative:
-		return v.ids.appendEntry(path, v.markedNative(e)), kindCode
+		return actionMarkNative, kind, kindCode
 	}
-	return v.ids.appendEntry(path, e), kindCode // a kernel frame, marked already
+	return actionShow, kind, kindCode // a kernel frame, marked already
+}
+
+// appendFrame appends one frame (its nameIDs entry and kind) after a run
+// of the kind last (kindCode: no collapsed run), and returns the kind of
+// the run it ends in.
+func (v *kindView) appendFrame(path []int32, e int32, kind frameKind, mixed bool, last frameKind) ([]int32, frameKind) {
+	action, kind, last := v.act(kind, mixed, last)
+	switch action {
+	case actionSkip:
+		return path, last
+	case actionCollapse:
+		return append(path, v.collapsed[kind]), last
+	case actionMarkNative:
+		return v.ids.appendEntry(path, v.markedNative(e)), last
+	}
+	return v.ids.appendEntry(path, e), last
 }
 
 // markedNative is the entry of a native frame's marked label(s).

@@ -221,7 +221,7 @@ func (l *otelLayout) stacks(ctx context.Context, r *Request) ([]stackValue, *fra
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
-	names.groups = g.names()
+	names.groups, names.groupValues = g.names(), g.valuesOf()
 	if len(natives) > 0 {
 		exes := map[string]*executable{}
 		for _, x := range files {

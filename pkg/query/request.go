@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,9 @@ const (
 	// TypeExecutables lists the executables (mapped files) of the
 	// selection's stacks with their share of samples and symbol status.
 	TypeExecutables = "executables"
+	// TypeProfiles lists the single profiles of the selection as they came
+	// in, each linked to its own flame graph and pprof file.
+	TypeProfiles = "profiles"
 )
 
 // Granularities of flame graph and table labels (JSON granularity).
@@ -80,8 +84,11 @@ type JSON struct {
 	// IntervalStart (Unix milliseconds, as Grafana's ${__value.time}
 	// spells a point's time) and IntervalSeconds narrow the range to one
 	// time-series point's interval: a series' flame graph link sets them.
-	IntervalStart   string `json:"intervalStart"`
-	IntervalSeconds int64  `json:"intervalSeconds"`
+	IntervalStart   string    `json:"intervalStart"`
+	IntervalSeconds CountText `json:"intervalSeconds"`
+	// SeriesID keeps the samples of one series (a decimal SeriesId, as the
+	// profiles query lists it): a single profile's flame graph.
+	SeriesID string `json:"seriesId"`
 	// Function keeps the stacks through one function (a flame graph label,
 	// e.g. regexp.Compile): its total, or with FunctionValue "self" the
 	// stacks whose leaf it is.
@@ -107,6 +114,12 @@ type JSON struct {
 	// collapsed kind's frames becomes one node.
 	HideFrames     []string `json:"hideFrames"`
 	CollapseFrames []string `json:"collapseFrames"`
+	// FocusPath opens a node of a flame graph in place: the labels of the
+	// nodes from the root's children down to it (a last "other" stands
+	// for its parent, whose folded children it holds). The node's subtree
+	// is rendered with a node budget of its own (maxNodes), the rest of
+	// the graph as without it.
+	FocusPath []string `json:"focusPath"`
 }
 
 // SideJSON is the left side of a diff query: its label selector (empty:
@@ -141,6 +154,30 @@ func (t *TimeText) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// CountText is a whole number as JSON gives it: a number, or a string of
+// one (an interpolated link variable such as ${__data.fields.x}).
+type CountText int64
+
+// UnmarshalJSON accepts a number or a string of one.
+func (c *CountText) UnmarshalJSON(b []byte) error {
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err == nil {
+		v, err := n.Int64()
+		*c = CountText(v)
+		return err
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a count is a number or a string of one, not %s", truncate(string(b)))
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number", truncate(s))
+	}
+	*c = CountText(v)
+	return nil
+}
+
 // Request is a validated query over a time range.
 type Request struct {
 	Type        string
@@ -172,6 +209,12 @@ type Request struct {
 	// HideFrames and CollapseFrames are the frame kinds flame graphs and
 	// tables drop or collapse (JSON.HideFrames).
 	HideFrames, CollapseFrames FrameKinds
+	// FocusPath is the flame graph node opened in place (JSON.FocusPath),
+	// its last "other" dropped; nil for none.
+	FocusPath []string
+	// SeriesID keeps one series' samples (JSON.SeriesID, decimal); "" for
+	// every series.
+	SeriesID string
 	// Left is a diff query's baseline: a profile request over its own
 	// selection and range; the diff request is the comparison.
 	Left *Request
@@ -188,6 +231,9 @@ type Request struct {
 	// traceSpans, when set, keeps only samples whose span is one of the
 	// trace's stored spans (see Engine.scopeTrace).
 	traceSpans *traceScope
+	// details asks the stacks' reads for the frames' details (file, line,
+	// mapping, address): a pprof export (Engine.Pprof).
+	details bool
 }
 
 // ProfileType is a parsed profile type id,
@@ -268,6 +314,9 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	add(r.setGranularity(q.Granularity))
 	add(r.setExecutable(q.BuildID, q.MappingFile))
 	add(r.setFrameKinds(q.HideFrames, q.CollapseFrames))
+	add(r.setFocusPath(q.FocusPath))
+	add(r.setSeries(q.SeriesID))
+	add(r.checkProfilesQuery(&q))
 	if r.Type == TypeDiff {
 		add(r.setLeft(q.Left, opts.now()))
 	} else if q.Left != nil {
@@ -276,7 +325,7 @@ func ParseRequest(raw []byte, from, to time.Time, interval time.Duration, opts O
 	if !to.After(from) {
 		add(fmt.Errorf("the time range is empty: %s is not after %s", to.Format(time.RFC3339), from.Format(time.RFC3339)))
 	} else {
-		add(r.setInterval(q.IntervalStart, q.IntervalSeconds))
+		add(r.setInterval(q.IntervalStart, int64(q.IntervalSeconds)))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -331,10 +380,10 @@ func (r *Request) setType(t string) error {
 	switch t {
 	case "":
 		r.Type = TypeProfile
-	case TypeProfile, TypeMetrics, TypeBoth, TypeTable, TypeTraces, TypeSpans, TypeDiff, TypeExecutables:
+	case TypeProfile, TypeMetrics, TypeBoth, TypeTable, TypeTraces, TypeSpans, TypeDiff, TypeExecutables, TypeProfiles:
 		r.Type = t
 	default:
-		return fmt.Errorf("queryType %q is not one of profile, metrics, both, table, traces, spans, diff, executables", t)
+		return fmt.Errorf("queryType %q is not one of profile, metrics, both, table, traces, spans, diff, executables, profiles", t)
 	}
 	return nil
 }
@@ -394,6 +443,87 @@ func (r *Request) setFrameKinds(hide, collapse []string) error {
 		errs = append(errs, fmt.Errorf("hideFrames and collapseFrames shape flame graphs and tables, not queryType %q", r.Type))
 	}
 	return errors.Join(errs...)
+}
+
+// Bounds of a focus path: its labels, and the bytes of all of them.
+const (
+	maxFocusLevels = 1024
+	maxFocusBytes  = 64 << 10
+)
+
+// setFocusPath sets the flame graph node opened in place.
+func (r *Request) setFocusPath(path []string) error {
+	if len(path) == 0 {
+		return nil
+	}
+	size := 0
+	for _, l := range path {
+		size += len(l)
+	}
+	var errs []error
+	switch {
+	case r.Type != TypeProfile && r.Type != TypeBoth:
+		errs = append(errs, fmt.Errorf("focusPath opens a node of a flame graph: queryType profile or both, not %q", r.Type))
+	case len(path) > maxFocusLevels:
+		errs = append(errs, fmt.Errorf("focusPath has %d labels; at most %d are allowed", len(path), maxFocusLevels))
+	case size > maxFocusBytes:
+		errs = append(errs, fmt.Errorf("focusPath is %d bytes long; at most %d are allowed", size, maxFocusBytes))
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if path[len(path)-1] == otherLabel {
+		path = path[:len(path)-1]
+	}
+	if len(path) > 0 {
+		r.FocusPath = path
+	}
+	return nil
+}
+
+// otherLabel is the label of the rows truncation folds a node's smaller
+// children into (flame.Tree.Frame).
+const otherLabel = "other"
+
+// setSeries sets the series filter.
+func (r *Request) setSeries(id string) error {
+	id = strings.TrimSpace(id)
+	if id == "" {
+		return nil
+	}
+	if _, err := strconv.ParseUint(id, 10, 64); err != nil {
+		return fmt.Errorf("seriesId %q is not a series id (a decimal number, as the profiles query lists it)", truncate(id))
+	}
+	if r.Type == TypeTraces || r.Type == TypeSpans || r.Type == TypeDiff {
+		return fmt.Errorf("seriesId keeps one series' samples in flame graphs, tables, series and profiles, not queryType %q", r.Type)
+	}
+	r.SeriesID = id
+	return nil
+}
+
+// checkProfilesQuery refuses what a profiles query cannot apply: a
+// profile is listed by its resource (service, resource labels, series),
+// not by what its samples hold.
+func (r *Request) checkProfilesQuery(q *JSON) error {
+	if r.Type != TypeProfiles {
+		return nil
+	}
+	var keys []string
+	for key, set := range map[string]bool{
+		"spanSelector": len(q.SpanSelector) > 0, "traceId": strings.TrimSpace(q.TraceID) != "", "groupBy": len(q.GroupBy) > 0,
+		"function": strings.TrimSpace(q.Function) != "", "buildId": strings.TrimSpace(q.BuildID) != "",
+		"mappingFile": strings.TrimSpace(q.MappingFile) != "", "hideFrames": len(q.HideFrames) > 0, "collapseFrames": len(q.CollapseFrames) > 0,
+	} {
+		if set {
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	return fmt.Errorf("a profiles query lists profiles by their resource (labelSelector, seriesId) and time; %s apply to their samples: "+
+		"open a profile's flame graph to use them", strings.Join(keys, ", "))
 }
 
 // shapesFrames reports whether flame graphs and tables hide or collapse

@@ -241,3 +241,35 @@ func TestParseFunctionAndRatio(t *testing.T) {
 		})
 	}
 }
+
+func TestParseFocusPath(t *testing.T) {
+	from := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	long := `["` + strings.Repeat(`a","`, maxFocusLevels) + `a"]`
+	big := `["` + strings.Repeat("x", maxFocusBytes+1) + `"]`
+	tests := []struct {
+		query string
+		want  []string
+		err   string
+	}{
+		{query: `{"focusPath":["main","handler"]}`, want: []string{"main", "handler"}},
+		{query: `{"focusPath":["main","other"]}`, want: []string{"main"}},
+		{query: `{"focusPath":["other"]}`, want: nil},
+		{query: `{"queryType":"both","focusPath":["main"]}`, want: []string{"main"}},
+		{query: `{"focusPath":[]}`, want: nil},
+		{query: `{"queryType":"table","focusPath":["main"]}`, err: `queryType profile or both, not "table"`},
+		{query: `{"queryType":"diff","focusPath":["main"]}`, err: `not "diff"`},
+		{query: `{"focusPath":` + long + `}`, err: "at most 1024 are allowed"},
+		{query: `{"focusPath":` + big + `}`, err: "bytes long"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query[:min(len(tt.query), 60)], func(t *testing.T) {
+			r, err := ParseRequest([]byte(tt.query), from, from.Add(time.Hour), 0, Options{DefaultProfileType: cpu})
+			if tt.err != "" {
+				require.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, r.FocusPath)
+		})
+	}
+}

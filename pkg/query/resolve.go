@@ -129,12 +129,13 @@ type cachedTable struct {
 	table   *rangeTable
 }
 
-// probe is what a database has of schema version 3.
+// probe is what a database has of schema versions 3 and 5.
 type probe struct {
 	// symbols: profile_symbols and profile_executables exist; placement:
-	// profile_frames has MappingStart and MappingOffset.
-	symbols, placement bool
-	at                 time.Time
+	// profile_frames has MappingStart and MappingOffset; profiles:
+	// profile_profiles exists (version 5).
+	symbols, placement, profiles bool
+	at                           time.Time
 }
 
 // NewResolver returns a resolver holding up to maxBytes of range tables
@@ -209,15 +210,16 @@ func (r *Resolver) put(key tableKey, version int64, t *rangeTable) {
 }
 
 // probe says whether the engine's database has the symbol tables and the
-// frames' mapping placement (schema version 3). A database that has them
-// is not asked again; one without is asked again after probeAgain.
+// frames' mapping placement (schema version 3) and the profiles table
+// (version 5). A database that has them all is not asked again; one
+// without is asked again after probeAgain.
 func (e *Engine) probe(ctx context.Context) (probe, error) {
 	res := e.resolver()
 	key := e.Tables.Qualified(schema.Frames)
 	res.mu.Lock()
 	pr, ok := res.probes[key]
 	res.mu.Unlock()
-	if ok && (pr.symbols && pr.placement || res.now().Sub(pr.at) < probeAgain) {
+	if ok && (pr.symbols && pr.placement && pr.profiles || res.now().Sub(pr.at) < probeAgain) {
 		return pr, nil
 	}
 	var p params
@@ -225,12 +227,13 @@ func (e *Engine) probe(ctx context.Context) (probe, error) {
 	q := "SELECT (SELECT count() FROM system.tables WHERE database = " + db + " AND name IN (" +
 		p.str(e.Tables.Name(schema.Symbols)) + ", " + p.str(e.Tables.Name(schema.Executables)) + ")), " +
 		"(SELECT count() FROM system.columns WHERE database = " + db + " AND table = " + p.str(e.Tables.Name(schema.Frames)) +
-		" AND name IN ('MappingStart', 'MappingOffset'))"
-	var tables, columns uint64
-	if err := e.Conn.QueryRow(ctx, q, p.args...).Scan(&tables, &columns); err != nil {
+		" AND name IN ('MappingStart', 'MappingOffset')), " +
+		"(SELECT count() FROM system.tables WHERE database = " + db + " AND name = " + p.str(e.Tables.Name(schema.Profiles)) + ")"
+	var tables, columns, profiles uint64
+	if err := e.Conn.QueryRow(ctx, q, p.args...).Scan(&tables, &columns, &profiles); err != nil {
 		return probe{}, fmt.Errorf("look for the symbol tables: %w", err)
 	}
-	pr = probe{symbols: tables == 2, placement: columns == 2, at: res.now()}
+	pr = probe{symbols: tables == 2, placement: columns == 2, profiles: profiles == 1, at: res.now()}
 	res.mu.Lock()
 	if res.probes == nil {
 		res.probes = map[string]probe{}

@@ -163,6 +163,10 @@ func buildFilter(p *params, tables schema.Config, tenant string, r *Request, sam
 		f.conds = append(f.conds, "SeriesId IN ("+seriesSubquery(p, tables, tenant, resourceConds)+")")
 		f.bySeries = true
 	}
+	if r.SeriesID != "" {
+		f.conds = append(f.conds, "SeriesId = "+p.add("UInt64", r.SeriesID))
+		f.bySeries = true
+	}
 	if len(r.SpanIDs) > 0 {
 		ids := make([]string, len(r.SpanIDs))
 		for i, s := range r.SpanIDs {

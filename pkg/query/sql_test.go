@@ -220,6 +220,24 @@ func TestGeneratedSQL(t *testing.T) {
 			f := buildFilter(p, tables, "", r, nil)
 			return spansSQL(p, union(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), bySample, 1), "SpanId, TraceId, ServiceName, Value"), r.Limit)
 		}},
+		{"profiles.sql", func(p *params) string {
+			r := parse(`{"queryType":"profiles","profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\",k8s_pod_name=~\"api-.*\"}","limit":20}`,
+				from.Add(time.Hour))
+			return profilesSQL(p, tables, "acme", r)
+		}},
+		{"profiles_period_series.sql", func(p *params) string {
+			r := parse(`{"profileTypeId":"`+cpu+`","seriesId":"18446744073709551615","intervalStart":"`+strconv.FormatInt(from.Add(10*time.Minute).UnixMilli(), 10)+
+				`","intervalSeconds":"5"}`, from.Add(time.Hour))
+			return periodSQL(p, tables, "acme", r)
+		}},
+		{"flame_series.sql", func(p *params) string {
+			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}","seriesId":"42"}`, from.Add(time.Hour))
+			f := buildFilter(p, tables, "acme", r, nil)
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+		}},
+		{"frame_details.sql", func(p *params) string {
+			return frameDetailsSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2}, true)
+		}},
 		{"stacks.sql", func(p *params) string {
 			return stacksSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2})
 		}},

@@ -18,25 +18,28 @@ import (
 // address ranges of executables by build id (schema version 3); Executables
 // one row per stored executable.
 const (
-	Samples         = "profile_samples"
-	SamplesMinute   = "profile_samples_1m"
-	SamplesHour     = "profile_samples_1h"
-	ServiceMinute   = "profile_service_samples_1m"
-	ServiceHour     = "profile_service_samples_1h"
-	Stacks          = "profile_stacks"
-	Frames          = "profile_frames"
-	Series          = "profile_series"
-	Catalog         = "profile_catalog"
-	SampleLabels    = "profile_sample_labels"
-	Symbols         = "profile_symbols"
-	Executables     = "profile_executables"
+	Samples       = "profile_samples"
+	SamplesMinute = "profile_samples_1m"
+	SamplesHour   = "profile_samples_1h"
+	ServiceMinute = "profile_service_samples_1m"
+	ServiceHour   = "profile_service_samples_1h"
+	Stacks        = "profile_stacks"
+	Frames        = "profile_frames"
+	Series        = "profile_series"
+	Catalog       = "profile_catalog"
+	SampleLabels  = "profile_sample_labels"
+	Symbols       = "profile_symbols"
+	Executables   = "profile_executables"
+	// Profiles lists the profiles as they came in, one row each (schema
+	// version 5).
+	Profiles        = "profile_profiles"
 	MigrationsTable = "profile_schema_migrations"
 )
 
 // Tables lists every table that holds data, in creation order.
 var Tables = []string{
 	Samples, SamplesMinute, SamplesHour, ServiceMinute, ServiceHour, Stacks, Frames, Series, Catalog, SampleLabels,
-	Symbols, Executables,
+	Symbols, Executables, Profiles,
 }
 
 // ShardingKey is the sharding expression of a table's Distributed table in

@@ -230,6 +230,7 @@ var ttlTargets = []ttlTarget{
 	{SampleLabels, "metadata", "Hour"},
 	{Symbols, "symbols", symbolsTTLColumn},
 	{Executables, "symbols", "UpdatedAt"},
+	{Profiles, "samples", "FirstSample"},
 }
 
 // symbolsTTLColumn is the upload time of a profile_symbols row, from its

@@ -50,7 +50,7 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 
 	report, err := m.Migrate(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols", "0004_dense_columns"}, report.Applied)
+	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols", "0004_dense_columns", "0005_profiles"}, report.Applied)
 	require.Equal(t, schema.LatestVersion(), report.Version)
 	require.Empty(t, report.RetentionChanged, "tables are created with the configured TTL")
 
@@ -94,7 +94,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	require.NoError(t, conn.Exec(ctx, "TRUNCATE TABLE "+cfg.Database+".otel_profile_schema_migrations"))
 	report, err = m.Migrate(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols", "0004_dense_columns"}, report.Applied)
+	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols", "0004_dense_columns", "0005_profiles"}, report.Applied)
 }
 
 func TestMigrateAppliesRetentionChanges(t *testing.T) {
@@ -112,6 +112,7 @@ func TestMigrateAppliesRetentionChanges(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		"otel_profile_samples", "otel_profile_samples_1h", "otel_profile_service_samples_1h",
 		"otel_profile_stacks", "otel_profile_frames", "otel_profile_series", "otel_profile_catalog", "otel_profile_sample_labels",
+		"otel_profile_profiles",
 	}, report.RetentionChanged)
 
 	ttl := func(table string) string {
@@ -120,6 +121,7 @@ func TestMigrateAppliesRetentionChanges(t *testing.T) {
 		return e
 	}
 	require.Contains(t, ttl("otel_profile_samples"), "TTL Timestamp + toIntervalSecond(172800)")
+	require.Contains(t, ttl("otel_profile_profiles"), "TTL FirstSample + toIntervalSecond(172800)", "profiles live as long as their samples")
 	require.NotContains(t, ttl("otel_profile_samples_1h"), "TTL ")
 	require.NotContains(t, ttl("otel_profile_stacks"), "TTL ", "metadata lives as long as the longest rollup: forever")
 

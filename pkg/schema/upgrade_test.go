@@ -99,26 +99,34 @@ func waitForMutations(t *testing.T, conn clickhouse.Conn, db string) {
 	}, 2*time.Minute, 100*time.Millisecond)
 }
 
+// atVersion is a fresh database migrated to a schema version, and its
+// migrator, for an upgrade from there.
+func atVersion(t *testing.T, version int) (clickhouse.Conn, schema.Config, *schema.Migrator) {
+	t.Helper()
+	conn := chtest.Get(t).Open(t)
+	cfg := freshConfig(t, conn)
+	m, err := schema.NewMigrator(cfg, conn)
+	require.NoError(t, err)
+	_, err = m.MigrateTo(context.Background(), version)
+	require.NoError(t, err)
+	return conn, cfg, m
+}
+
 // TestUpgradeToVersion4 fills a database of schema version 3 as that
 // version's writer did, upgrades it to version 4 in place and checks that
 // every row, rollup, stack and label filter answers as before — after the
 // mutations and after the parts are merged — and that version 4 rows go
 // in beside the old ones.
 func TestUpgradeToVersion4(t *testing.T) {
-	conn := chtest.Get(t).Open(t)
+	conn, cfg, m := atVersion(t, 3)
 	ctx := context.Background()
-	cfg := freshConfig(t, conn)
-	m, err := schema.NewMigrator(cfg, conn)
-	require.NoError(t, err)
-	_, err = m.MigrateTo(ctx, 3)
-	require.NoError(t, err)
 	base := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
 	fillVersion3(t, conn, cfg, base)
 	before := snapshot(t, conn, cfg)
 	require.Equal(t, uint64(24000), before.Rows)
 	require.Len(t, before.PodSums, 4)
 
-	report, err := m.Migrate(ctx)
+	report, err := m.MigrateTo(ctx, 4)
 	require.NoError(t, err)
 	require.Equal(t, []string{"0004_dense_columns"}, report.Applied)
 	waitForMutations(t, conn, cfg.Database)
@@ -140,7 +148,9 @@ func TestUpgradeToVersion4(t *testing.T) {
 	}
 
 	for _, table := range schema.Tables {
-		require.NoError(t, conn.Exec(ctx, "OPTIMIZE TABLE "+cfg.Qualified(table)+" FINAL"))
+		if table != schema.Profiles { // version 5
+			require.NoError(t, conn.Exec(ctx, "OPTIMIZE TABLE "+cfg.Qualified(table)+" FINAL"))
+		}
 	}
 	require.Equal(t, before, snapshot(t, conn, cfg), "after merging the old parts")
 
@@ -162,4 +172,34 @@ func TestUpgradeToVersion4(t *testing.T) {
 		FULL OUTER JOIN (SELECT Timestamp AS b, StackId, toUInt64(SeriesId) AS s, sum(Value) AS v FROM %s GROUP BY b, StackId, s) AS r
 		USING (b, StackId, s) WHERE raw.v != r.v`, cfg.Qualified(schema.Samples), cfg.Qualified(schema.SamplesMinute))).Scan(&mismatches))
 	require.Zero(t, mismatches, "the minute rollup still equals the raw table")
+}
+
+// TestUpgradeToVersion5 upgrades a version 4 database with samples in
+// place: the profiles table is added, the samples and rollups answer as
+// before, and a profile row goes in and reads back.
+func TestUpgradeToVersion5(t *testing.T) {
+	conn, cfg, m := atVersion(t, 4)
+	ctx := context.Background()
+	base := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	require.NoError(t, conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value,
+		TraceId, SpanId, SampleAttributes)
+		SELECT toDateTime(%d) + number, 't1', 'checkout', 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', cityHash64(number %% 50),
+			cityHash64(number %% 4), 5, '', '', map()
+		FROM numbers(600)`, cfg.Qualified(schema.Samples), base.Unix())))
+	before := snapshot(t, conn, cfg)
+
+	report, err := m.Migrate(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0005_profiles"}, report.Applied)
+	require.Equal(t, before, snapshot(t, conn, cfg), "the samples and rollups are untouched")
+
+	require.NoError(t, conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (Timestamp, TenantId, ServiceName, ProfileType, SeriesId, ProfileId,
+		DurationNanos, Period, FirstSample, LastSample, Events, Total) VALUES
+		(fromUnixTimestamp64Nano(%d), 't1', 'checkout', 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', 7, '', 10000000000, 50000000,
+		 toDateTime(%d), toDateTime(%d), 200, 1000)`, cfg.Qualified(schema.Profiles), base.UnixNano()+123, base.Unix(), base.Unix()+9)))
+	var at time.Time
+	var events uint64
+	require.NoError(t, conn.QueryRow(ctx, "SELECT Timestamp, Events FROM "+cfg.Qualified(schema.Profiles)).Scan(&at, &events))
+	require.Equal(t, base.UnixNano()+123, at.UnixNano(), "nanoseconds kept")
+	require.Equal(t, uint64(200), events)
 }

@@ -38,6 +38,7 @@ var commands = []command{
 	{"ddl", "print the DDL the schema migrations run, for review (honours schema.cluster)", ddlCommand},
 	{"config", "print the effective configuration as YAML (secrets redacted)", configCommand},
 	{"import", "convert pprof files to OTLP and send them to an OTLP profiles endpoint", importCommand},
+	{"export", "write a flame graph or table query's answer as a pprof file (-selector, -profile-type, -from, -to, -o)", exportCommand},
 	{"tenants", "tenants add|remove|list: read-only users that see one tenant's rows (docs/security.md)", tenantsCommand},
 	{"symbols", "symbols upload FILE...: store the symbols of ELF files (executables, shared libraries, debug files, Go binaries) by build id", symbolsCommand},
 	{"version", "print the version", versionCommand},

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -21,27 +20,33 @@ func TestImportMatchesPprofTop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded engine; skipped under -short")
 	}
-	path := filepath.Join(t.TempDir(), "cpu.pb.gz")
-	pproftest.RecordCPU(t, path, 1500*time.Millisecond)
-	wantFlat, wantCum := pproftest.Top(t, path)
+	rec := pproftest.Record(t, t.TempDir())
+	svc, cfg, printed := importedService(t, rec.Path, "imported", "-attr", "env=test")
+	require.Contains(t, printed, `as service "imported"`)
 
+	gotFlat, gotCum := clickhouseTop(t, svc, cfg.Schema)
+	require.Equal(t, rec.Flat, gotFlat, "flat CPU time per function")
+	require.Equal(t, rec.Cum, gotCum, "cumulative CPU time per function")
+}
+
+// importedService runs Flamehouse (no self-profiling, no retention, so
+// that recorded times are kept) and imports a pprof file into it with
+// `flamehouse import` as a service, more flags of the command after it; it
+// returns the service, its configuration and what the command printed.
+func importedService(t *testing.T, path, service string, flags ...string) (*Service, Config, string) {
+	t.Helper()
 	cfg := localConfig(t)
 	cfg.SelfProfile.Enabled = false
 	cfg.Schema.Retention = schema.Retention{}
 	ctx := context.Background()
 	svc, err := Start(ctx, cfg, slog.New(slog.DiscardHandler), Everything)
 	require.NoError(t, err)
-	defer func() { require.NoError(t, svc.Stop(ctx)) }()
+	t.Cleanup(func() { require.NoError(t, svc.Stop(ctx)) })
 	_, httpAddr := svc.IngestAddresses()
-
 	var out, errOut bytes.Buffer
-	code := Main([]string{"import", "-endpoint", "http://" + httpAddr, "-service", "imported", "-attr", "env=test", path}, &out, &errOut)
-	require.Equal(t, 0, code, errOut.String())
-	require.Contains(t, out.String(), `as service "imported"`)
-
-	gotFlat, gotCum := clickhouseTop(t, svc, cfg.Schema)
-	require.Equal(t, wantFlat, gotFlat, "flat CPU time per function")
-	require.Equal(t, wantCum, gotCum, "cumulative CPU time per function")
+	args := append([]string{"import", "-endpoint", "http://" + httpAddr, "-service", service}, flags...)
+	require.Equal(t, 0, Main(append(args, path), &out, &errOut), errOut.String())
+	return svc, cfg, out.String()
 }
 
 // clickhouseTop computes flat and cumulative CPU time per function from

@@ -6,10 +6,15 @@ import { CoreApp, DataSourceInstanceSettings, dateTime, LoadingState, PanelData,
 import { DataSourceSrv, setDataSourceSrv } from '@grafana/runtime';
 
 import { DataSource } from '../datasource';
+import { saveFile } from '../download';
 import { selectors } from '../selectors';
+import { flameFrame } from '../testing/frames';
 import { installTemplateSrv } from '../testing/templateSrv';
 import { FlamehouseOptions, ProfileQuery } from '../types';
 import { QueryEditor } from './QueryEditor';
+
+// jsdom cannot download files.
+jest.mock('../download', () => ({ saveFile: jest.fn() }));
 
 // Select menus are slow in jsdom, the more so on a cold cache with parallel suites.
 jest.setTimeout(30_000);
@@ -84,7 +89,7 @@ async function setup(
     render(<Harness />);
   });
   const lastQuery = (): ProfileQuery => onChange.mock.lastCall?.[0];
-  return { getResource, onChange, onRunQuery, lastQuery };
+  return { ds, getResource, onChange, onRunQuery, lastQuery };
 }
 
 /** Lets the lookups that an interaction started answer. */
@@ -656,6 +661,78 @@ describe('QueryEditor: related links', () => {
   it('are not shown without linked datasources', async () => {
     await setup({ labelSelector: '{service_name="cart"}' }, { app: CoreApp.Explore });
     expect(screen.queryByTestId(selectors.query.related)).not.toBeInTheDocument();
+  });
+});
+
+describe('QueryEditor: pprof download', () => {
+  it('downloads the query over the range and saves the file under its name', async () => {
+    const { ds } = await setup({
+      profileTypeId: CPU,
+      labelSelector: '{service_name="checkout"}',
+      hideFrames: ['kernel'],
+    });
+    const blob = new Blob(['pprof']);
+    const download = jest.spyOn(ds, 'downloadPprof').mockResolvedValue({ blob, filename: 'flamehouse-x.pb.gz' });
+    fireEvent.click(screen.getByTestId(selectors.query.downloadPprof));
+    await settle();
+    expect(download).toHaveBeenCalledWith(
+      expect.objectContaining({ refId: 'A', labelSelector: '{service_name="checkout"}', hideFrames: ['kernel'] }),
+      range
+    );
+    expect(saveFile).toHaveBeenCalledWith(blob, 'flamehouse-x.pb.gz');
+  });
+
+  it("shows the backend's message when the download fails", async () => {
+    const { ds } = await setup({ profileTypeId: CPU, queryType: 'table' });
+    jest.spyOn(ds, 'downloadPprof').mockRejectedValue(new Error('ClickHouse: connection refused'));
+    fireEvent.click(screen.getByTestId(selectors.query.downloadPprof));
+    expect(await screen.findByTestId(selectors.query.downloadPprofError)).toHaveTextContent(
+      'pprof: ClickHouse: connection refused'
+    );
+  });
+
+  it('is offered for flame graphs and tables only', async () => {
+    await setup({ profileTypeId: CPU, queryType: 'metrics' });
+    expect(screen.queryByTestId(selectors.query.downloadPprof)).not.toBeInTheDocument();
+  });
+});
+
+describe('QueryEditor: open in place', () => {
+  const answer: PanelData = { state: LoadingState.Done, series: [flameFrame('A')], timeRange: range };
+
+  it('offers the "other" rows of the last answer, largest first, and opens the one picked', async () => {
+    const { lastQuery, onRunQuery } = await setup({ profileTypeId: CPU }, { data: answer });
+    const input = screen.getByTestId(selectors.query.focusPicker).querySelector('input')!;
+    fireEvent.keyDown(input, { key: 'ArrowDown' });
+    const options = await screen.findAllByRole('option');
+    expect(options.map((o) => o.textContent)).toEqual([
+      expect.stringContaining('other under main'),
+      expect.stringContaining('other under main › handler'),
+      expect.stringContaining('other under gc'),
+    ]);
+    expect(options[0]).toHaveTextContent('30.0% of the total');
+    fireEvent.click(options[1]);
+    await settle();
+    expect(lastQuery().focusPath).toEqual(['main', 'handler', 'other']);
+    expect(onRunQuery).toHaveBeenCalledTimes(1);
+  });
+
+  it('finds a node by the name typed in, and closes an opened node', async () => {
+    const { lastQuery } = await setup({ profileTypeId: CPU, focusPath: ['gc', 'other'] }, { data: answer });
+    expect(screen.getByTestId(selectors.query.focusPath)).toHaveTextContent('Opened: gc › other');
+    const input = screen.getByTestId(selectors.query.focusPicker).querySelector('input')!;
+    fireEvent.change(input, { target: { value: 'pars' } });
+    fireEvent.click(await screen.findByText('main › handler › parse'));
+    await settle();
+    expect(lastQuery().focusPath).toEqual(['main', 'handler', 'parse']);
+    fireEvent.click(screen.getByTestId(selectors.query.focusClear));
+    await settle();
+    expect(lastQuery().focusPath).toBeUndefined();
+  });
+
+  it('is not offered for tables', async () => {
+    await setup({ profileTypeId: CPU, queryType: 'table' }, { data: answer });
+    expect(screen.queryByTestId(selectors.query.focusPicker)).not.toBeInTheDocument();
   });
 });
 

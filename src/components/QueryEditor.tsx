@@ -4,13 +4,17 @@ import { Button, Stack } from '@grafana/ui';
 
 import { DataSource } from '../datasource';
 import { compareQuery } from '../diff';
+import { saveFile } from '../download';
+import { flameFrame } from '../focus';
 import { selectors } from '../selectors';
 import { FlamehouseOptions, ProfileQuery } from '../types';
 import { DiffSideEditor } from './query/DiffSideEditor';
+import { FocusPicker } from './query/FocusPicker';
 import { useLabelNames, useProfileTypes } from './query/hooks';
 import { LabelSelectorEditor } from './query/LabelSelectorEditor';
 import { ProfileTypePicker } from './query/ProfileTypePicker';
 import { QueryErrors } from './query/QueryErrors';
+import { PprofButton } from './query/PprofButton';
 import { CommitInput, effectiveQueryType, QueryOptions, validateTraceId } from './query/QueryOptions';
 import { RelatedLinks } from './query/RelatedLinks';
 
@@ -20,10 +24,12 @@ type Props = QueryEditorProps<DataSource, ProfileQuery, FlamehouseOptions>;
  * The query editor of Explore and panels, shaped like Pyroscope's: profile type and label selector (a traces query:
  * profile type and trace id; a flame graph also a "Compare" button that makes it a diff; a diff query its
  * baseline's selector and range below), then the options collapsed under a summary, failed suggestions (Grafana shows the
- * query's own errors under the editor), and in Explore a row of links to the query's logs, metrics and trace. Picks
- * run the query at once; the selector text runs on blur or Shift+Enter.
+ * query's own errors under the editor), and in Explore a row of links to the query's logs, metrics and trace. Flame
+ * graphs and tables have a "pprof" button that downloads the answer; flame graphs a picker that opens a node of the
+ * last answer in place ("other" rows first). Picks run the query at once; the selector text runs on blur or
+ * Shift+Enter.
  */
-export function QueryEditor({ datasource, query, onChange, onRunQuery, range, app }: Props) {
+export function QueryEditor({ datasource, query, onChange, onRunQuery, range, app, data }: Props) {
   const profileTypeId = query.profileTypeId || datasource.defaultProfileType;
   const profileTypes = useProfileTypes(datasource, range);
   const labelNames = useLabelNames(datasource, range, profileTypeId);
@@ -71,6 +77,15 @@ export function QueryEditor({ datasource, query, onChange, onRunQuery, range, ap
             onChange={(labelSelector, run) => change({ labelSelector }, run)}
           />
         )}
+        {(type === 'profile' || type === 'both' || type === 'table') && (
+          <PprofButton
+            range={range}
+            download={async (r) => {
+              const file = await datasource.downloadPprof(query, r);
+              saveFile(file.blob, file.filename);
+            }}
+          />
+        )}
         {(type === 'profile' || type === 'both') && (
           <Button
             data-testid={selectors.query.compare}
@@ -88,6 +103,13 @@ export function QueryEditor({ datasource, query, onChange, onRunQuery, range, ap
           </Button>
         )}
       </Stack>
+      {(type === 'profile' || type === 'both') && (
+        <FocusPicker
+          frame={flameFrame(data, query.refId)}
+          focusPath={query.focusPath}
+          onChange={(focusPath) => change({ focusPath })}
+        />
+      )}
       {type === 'diff' && (
         <DiffSideEditor
           datasource={datasource}

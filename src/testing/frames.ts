@@ -103,6 +103,15 @@ export function traceFrame(refId = 'A'): DataFrame {
 
 /** A profile query's flame graph ("response", label as an enum). */
 export function flameGraphFrame(refId = 'A'): DataFrame {
+  return flameRowsFrame(refId, [
+    [0, 100, 0, 'total'],
+    [1, 100, 100, 'main'],
+  ]);
+}
+
+/** A flame graph frame of rows (level, value, self, label), labels as an enum in the order they first come. */
+function flameRowsFrame(refId: string, rows: Array<[number, number, number, string]>): DataFrame {
+  const texts = [...new Set(rows.map((r) => r[3]))];
   return frame({
     schema: {
       name: 'response',
@@ -112,15 +121,15 @@ export function flameGraphFrame(refId = 'A'): DataFrame {
         { name: 'level', type: FieldType.number },
         { name: 'value', type: FieldType.number, config: { unit: 'ns' } },
         { name: 'self', type: FieldType.number, config: { unit: 'ns' } },
-        { name: 'label', type: FieldType.enum, config: { type: { enum: { text: ['total', 'main'] } } } },
+        { name: 'label', type: FieldType.enum, config: { type: { enum: { text: texts } } } },
       ],
     },
     data: {
       values: [
-        [0, 1],
-        [100, 100],
-        [0, 100],
-        [0, 1],
+        rows.map((r) => r[0]),
+        rows.map((r) => r[1]),
+        rows.map((r) => r[2]),
+        rows.map((r) => texts.indexOf(r[3])),
       ],
     },
   });
@@ -165,4 +174,24 @@ export function seriesFrame(labels: Record<string, string> | undefined, refId = 
     },
     data: { values: [[1735812000000], [0.5]] },
   });
+}
+
+/**
+ * A flame graph answer as the backend sends it (level, value, self, label as an enum): main's children folded into
+ * "other" past maxNodes, and a second "other" under gc.
+ *
+ *   total 100 > main 70 > handler 40 > parse 25, other 15; main > other 30; gc 30 > mark 20, other 10
+ */
+export function flameFrame(refId = 'A'): DataFrame {
+  return flameRowsFrame(refId, [
+    [0, 100, 0, 'total'],
+    [1, 70, 0, 'main'],
+    [2, 40, 0, 'handler'],
+    [3, 25, 25, 'parse'],
+    [3, 15, 15, 'other'],
+    [2, 30, 30, 'other'],
+    [1, 30, 0, 'gc'],
+    [2, 20, 20, 'mark'],
+    [2, 10, 10, 'other'],
+  ]);
 }

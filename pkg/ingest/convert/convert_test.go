@@ -111,11 +111,21 @@ func attributesOrNil(kvs []model.KV) map[string]string {
 	return model.KVMap(kvs)
 }
 
+// goldenProfile is a listed profile.
+type goldenProfile struct {
+	Service, ProfileType, ProfileID string
+	Time, Duration                  uint64
+	Period                          int64
+	FirstSecond, LastSecond         int64
+	Events, Total                   int64
+}
+
 type golden struct {
-	Series []map[string]string `json:"series"`
-	Rows   []goldenRow         `json:"rows"`
-	Frames []goldenFrame       `json:"frames"`
-	Events int64               `json:"events"`
+	Series   []map[string]string `json:"series"`
+	Rows     []goldenRow         `json:"rows"`
+	Frames   []goldenFrame       `json:"frames"`
+	Events   int64               `json:"events"`
+	Profiles []goldenProfile     `json:"profiles"`
 }
 
 func toGolden(t *testing.T, b *model.Batch) golden {
@@ -168,6 +178,12 @@ func toGolden(t *testing.T, b *model.Batch) golden {
 		return 0
 	})
 	g.Events = b.Events
+	for _, p := range b.Profiles {
+		g.Profiles = append(g.Profiles, goldenProfile{
+			Service: p.Series.Service, ProfileType: p.ProfileType, ProfileID: p.ProfileID, Time: p.TimeNanos, Duration: p.DurationNanos,
+			Period: p.Period, FirstSecond: p.FirstSecond, LastSecond: p.LastSecond, Events: p.Events, Total: p.Total,
+		})
+	}
 	return g
 }
 
@@ -206,6 +222,13 @@ func TestConvertEBPFShapedProfile(t *testing.T) {
 	require.Equal(t, int64(6*50_000_000), total)
 	require.Len(t, res.Batch.Samples, 4)
 	require.Equal(t, []string{"main.main", "main.handle", "json.encode", "libc.so.6+0x7f0000012345", "sys_write"}, g.Rows[0].Stack)
+	// The profile is listed with what its rows hold: events from second 0
+	// to second 4 of its window.
+	require.Equal(t, []goldenProfile{{
+		Service: "checkout", ProfileType: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", Time: t0, Duration: 5e9, Period: 50_000_000,
+		FirstSecond: int64(t0 / 1e9), LastSecond: int64(t0/1e9) + 4, Events: 6, Total: 6 * 50_000_000,
+	}}, g.Profiles)
+	require.Same(t, res.Batch.Samples[0].Meta.Series, res.Batch.Profiles[0].Series)
 }
 
 func TestConvertKeepsCountsWhenAsked(t *testing.T) {
@@ -387,6 +410,8 @@ func TestConvertRejectsOneProfileAndKeepsTheRest(t *testing.T) {
 			require.Contains(t, res.Rejected[0].Message, tc.text)
 			require.Equal(t, "resource_profiles[0].scope_profiles[0].profiles[0]", res.Rejected[0].Path)
 			require.Equal(t, int64(6), res.Batch.Events, "the good profile is stored in full")
+			require.Len(t, res.Batch.Profiles, 1, "and listed; the rejected one is not")
+			require.Equal(t, int64(6), res.Batch.Profiles[0].Events)
 			require.Contains(t, res.Summary(1000), "1 of 2 profiles rejected")
 		})
 	}

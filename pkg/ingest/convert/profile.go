@@ -46,7 +46,27 @@ func (c *converter) profile(p *otlpwire.Profile, series *model.Series, svc int32
 		c.rollback(b, mark)
 		return err
 	}
+	c.listProfile(p, b, mark)
 	return nil
+}
+
+// listProfile adds the profile just converted to the batch's profiles:
+// its time, what its rows hold and where they are. A profile without rows
+// is not listed.
+func (c *converter) listProfile(p *otlpwire.Profile, b *model.Batch, mark rowsMark) {
+	rows := b.Samples[mark.samples:]
+	if len(rows) == 0 {
+		return
+	}
+	lp := model.Profile{
+		Series: c.ps.series, ProfileType: c.ps.profileType, TimeNanos: c.ps.window.start, DurationNanos: p.DurationNano, Period: p.Period,
+		ProfileID: hexID(p.ProfileID), FirstSecond: rows[0].Timestamp, LastSecond: rows[0].Timestamp, Events: b.Events - mark.events,
+	}
+	for i := range rows {
+		lp.FirstSecond, lp.LastSecond = min(lp.FirstSecond, rows[i].Timestamp), max(lp.LastSecond, rows[i].Timestamp)
+		lp.Total += rows[i].Value
+	}
+	b.Profiles = append(b.Profiles, lp)
 }
 
 func (c *converter) convertProfile(p *otlpwire.Profile, series *model.Series, svc int32, cpuAsTime bool, b *model.Batch) error {

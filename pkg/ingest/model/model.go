@@ -193,11 +193,36 @@ func (s *Symbols) ByID() (stacks map[uint64]*Stack, frames map[uint64]*Frame) {
 	return stacks, frames
 }
 
+// Profile is one profile as it came in (an OTLP Profile message of one
+// sample type, of one resource and scope): a row of the profiles table,
+// which lists the single profiles behind the sample rows.
+type Profile struct {
+	Series      *Series
+	ProfileType string
+	// TimeNanos and DurationNanos are the profile's time_unix_nano (the
+	// ingest's clock when it had none) and duration_nano.
+	TimeNanos     uint64
+	DurationNanos uint64
+	// Period is the profile's period, in its period type's unit.
+	Period int64
+	// ProfileID is the profile_id in hex ("" when it had none).
+	ProfileID string
+	// FirstSecond and LastSecond are the first and last second (Unix) of
+	// its sample rows: where its flame graph reads.
+	FirstSecond, LastSecond int64
+	// Events counts its events (sample timestamps or values), Total sums
+	// its values as stored (in the profile type's unit).
+	Events, Total int64
+}
+
 // Batch is what one or more export requests contribute to each table.
 type Batch struct {
 	Samples []Sample
-	Series  []*Series
-	Symbols map[ServiceKey]*Symbols
+	// Profiles are the profiles the samples came in, one per profile
+	// with sample rows.
+	Profiles []Profile
+	Series   []*Series
+	Symbols  map[ServiceKey]*Symbols
 	// Events counts the profiling events (sample timestamps or values)
 	// behind the sample rows.
 	Events int64

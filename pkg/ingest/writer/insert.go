@@ -31,7 +31,7 @@ func (w *Writer) write(ctx context.Context, ps []*pending) error {
 	cats := w.newCatalogs(ps)
 	steps := []*rowSet{
 		seriesRows(meta.series, day), frameRows(meta.frames, day), stackRows(meta.stacks, day),
-		catalogRows(cats.series), labelRows(cats.labels),
+		catalogRows(cats.series), labelRows(cats.labels), profileRows(ps),
 	}
 	for _, rs := range steps {
 		if rs.rows == 0 {
@@ -150,6 +150,33 @@ func stackRows(stacks []serviceStack, day uint64) *rowSet {
 		{name: "StackId", kind: colUInt64, num: func(i int) uint64 { return stacks[i].stack.ID }},
 		{name: "FrameIds", kind: colUInt64Array, ids: func(i int) []uint64 { return stacks[i].stack.FrameIDs }},
 		{name: "LastSeen", kind: colDate, num: func(int) uint64 { return day }},
+	}}
+}
+
+// profileRows are the profiles of a group of requests. They go in before
+// the samples, like the catalogs; a retried write inserts them again, and
+// the table's ReplacingMergeTree keeps one row per profile.
+func profileRows(ps []*pending) *rowSet {
+	var profiles []*model.Profile
+	for _, p := range ps {
+		for i := range p.batch.Profiles {
+			profiles = append(profiles, &p.batch.Profiles[i])
+		}
+	}
+	p := func(i int) *model.Profile { return profiles[i] }
+	return &rowSet{table: schema.Profiles, rows: len(profiles), cols: []column{
+		{name: "Timestamp", kind: colDateTime64, num: func(i int) uint64 { return p(i).TimeNanos }},
+		{name: "TenantId", kind: colLC, str: func(i int) string { return p(i).Series.Tenant }},
+		{name: "ServiceName", kind: colLC, str: func(i int) string { return p(i).Series.Service }},
+		{name: "ProfileType", kind: colLC, str: func(i int) string { return p(i).ProfileType }},
+		{name: "SeriesId", kind: colUInt64, num: func(i int) uint64 { return p(i).Series.ID }},
+		{name: "ProfileId", kind: colString, str: func(i int) string { return p(i).ProfileID }},
+		{name: "DurationNanos", kind: colUInt64, num: func(i int) uint64 { return p(i).DurationNanos }},
+		{name: "Period", kind: colInt64, num: func(i int) uint64 { return uint64(p(i).Period) }},              //nolint:gosec // G115: an Int64's bits
+		{name: "FirstSample", kind: colDateTime, num: func(i int) uint64 { return uint64(p(i).FirstSecond) }}, //nolint:gosec // G115: after 1970
+		{name: "LastSample", kind: colDateTime, num: func(i int) uint64 { return uint64(p(i).LastSecond) }},   //nolint:gosec // G115: after 1970
+		{name: "Events", kind: colUInt64, num: func(i int) uint64 { return uint64(p(i).Events) }},             //nolint:gosec // G115: a count
+		{name: "Total", kind: colInt64, num: func(i int) uint64 { return uint64(p(i).Total) }},                //nolint:gosec // G115: an Int64's bits
 	}}
 }
 

@@ -30,11 +30,14 @@ const (
 	colDateTime                   // DateTime: seconds since 1970
 	colUInt64Array                // Array(UInt64)
 	colLCStringMap                // Map(LowCardinality(String), String)
+	colInt64                      // Int64: the getter's bits
+	colDateTime64                 // DateTime64(9): nanoseconds since 1970
 )
 
 var colTypes = [...]string{
 	colString: "String", colLC: typeLC, colUInt64: "UInt64", colUInt32: "UInt32", colBool: "Bool",
 	colDate: "Date", colDateTime: "DateTime", colUInt64Array: "Array(UInt64)", colLCStringMap: "Map(LowCardinality(String), String)",
+	colInt64: "Int64", colDateTime64: "DateTime64(9)",
 }
 
 // column is one column of a rowSet; the getter that matches kind is set.
@@ -42,7 +45,7 @@ type column struct {
 	name string
 	kind colKind
 	str  func(i int) string     // String, LowCardinality(String)
-	num  func(i int) uint64     // UInt64, UInt32, Bool (0/1), Date, DateTime
+	num  func(i int) uint64     // UInt64, UInt32, Bool (0/1), Date, DateTime, Int64, DateTime64
 	ids  func(i int) []uint64   // Array(UInt64)
 	kvs  func(i int) []model.KV // Map
 }
@@ -111,6 +114,10 @@ func (c *column) value(i int) any {
 		return time.Unix(int64(c.num(i)), 0).UTC()
 	case colUInt64Array:
 		return c.ids(i)
+	case colInt64:
+		return int64(c.num(i)) //nolint:gosec // G115: the getter returns an Int64's bits
+	case colDateTime64:
+		return time.Unix(0, int64(c.num(i))).UTC() //nolint:gosec // G115: nanoseconds since 1970 fit
 	default:
 		return model.KVMap(c.kvs(i))
 	}
@@ -138,7 +145,7 @@ func (e *nativeBuf) column(c *column, rows int) {
 	case colLC:
 		e.buf = binary.LittleEndian.AppendUint64(e.buf, lcVersionSharedDictionaries)
 		e.lcStrings(rows, c.str)
-	case colUInt64:
+	case colUInt64, colInt64, colDateTime64:
 		for i := range rows {
 			e.buf = binary.LittleEndian.AppendUint64(e.buf, c.num(i))
 		}

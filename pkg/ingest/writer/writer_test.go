@@ -143,6 +143,42 @@ func requireMetadataStored(t *testing.T, conn clickhouse.Conn, tables schema.Con
 	}
 }
 
+// requireProfilesStored reads back the profiles of a batch, column by
+// column, and checks that each one's rows hold its events and total.
+func requireProfilesStored(t *testing.T, conn clickhouse.Conn, tables schema.Config, b *model.Batch) {
+	t.Helper()
+	require.NotEmpty(t, b.Profiles)
+	type key struct {
+		series uint64
+		typ    string
+	}
+	want := map[key]model.Profile{}
+	for _, p := range b.Profiles {
+		want[key{p.Series.ID, p.ProfileType}] = p
+	}
+	rows, err := conn.Query(context.Background(), "SELECT Timestamp, TenantId, ServiceName, ProfileType, SeriesId, ProfileId, DurationNanos, Period, "+
+		"toInt64(FirstSample), toInt64(LastSample), Events, Total, (SELECT sum(Value) FROM "+tables.Qualified(schema.Samples)+
+		" AS s WHERE s.SeriesId = p.SeriesId AND s.ProfileType = p.ProfileType AND s.Timestamp BETWEEN p.FirstSample AND p.LastSample) FROM "+
+		tables.Qualified(schema.Profiles)+" AS p")
+	require.NoError(t, err)
+	n := 0
+	for rows.Next() {
+		var at time.Time
+		var tenant, service, typ, id string
+		var series, duration, events uint64
+		var period, first, last, total, samples int64
+		require.NoError(t, rows.Scan(&at, &tenant, &service, &typ, &series, &id, &duration, &period, &first, &last, &events, &total, &samples))
+		p, ok := want[key{series, typ}]
+		require.True(t, ok, "a profile of series %d and type %s", series, typ)
+		require.Equal(t, []any{p.TimeNanos, p.Series.Tenant, p.Series.Service, p.ProfileID, p.DurationNanos, p.Period, p.FirstSecond, p.LastSecond, p.Events, p.Total},
+			[]any{uint64(at.UnixNano()), tenant, service, id, duration, period, first, last, int64(events), total})
+		require.Equal(t, total, samples, "the profile's rows in its window hold its total")
+		n++
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, b.Profiles, n)
+}
+
 // requireSameRows checks that two queries return the same rows, each
 // exactly once in the second.
 func requireSameRows(t *testing.T, conn clickhouse.Conn, want, got string) {
@@ -203,6 +239,7 @@ func TestWriteCommitsEveryTable(t *testing.T) {
 			require.Contains(t, pod, "checkout-")
 
 			requireMetadataStored(t, conn, tables, batch)
+			requireProfilesStored(t, conn, tables, batch)
 
 			// The catalogs list exactly what the samples hold, once each.
 			catalog := [2]string{

@@ -62,6 +62,73 @@ func (t *Tree) Frame(maxNodes int, unit string) *data.Frame {
 	return out.frame(unit)
 }
 
+// FrameFocused renders the tree as Frame does, except below a focus path
+// (label ids from the root's children down): the nodes along the path are
+// shown whatever their totals, and the subtree under its last node is
+// rendered with a row budget of its own, maxNodes, as if it were a tree of
+// its own (its rows reaching its own threshold, or the whole tree's when
+// that is lower) — "other" opened in place, the rest of the graph as
+// Frame shows it. So the frame has at most about twice maxNodes rows (plus
+// two per node of the path), and totals stay exact. To open an
+// "other" row, focus its parent. found is false when no stack goes
+// through the path (the frame is then Frame's); a nil or empty
+// path is Frame.
+func (t *Tree) FrameFocused(maxNodes int, unit string, focus []int32) (frame *data.Frame, found bool) {
+	if len(focus) == 0 {
+		return t.Frame(maxNodes, unit), true
+	}
+	sub := t.subtree(focus)
+	if sub == nil {
+		return t.Frame(maxNodes, unit), false
+	}
+	limit := t.focusLimit(maxNodes, len(focus))
+	cut, subCut := int64(keepAll), int64(keepAll)
+	if limit > 0 && t.Nodes() > limit {
+		cut = t.threshold(limit)
+	}
+	if limit > 0 && sub.Nodes() > limit {
+		subCut = min(sub.threshold(limit), cut)
+	}
+	out := newFrameBuilder(t.names, 2*t.rowEstimate(limit))
+	if !t.empty() {
+		w := &walker{names: t.names, out: out, shown: t.shownFocused(cut, subCut, focus, 2*t.rowEstimate(limit))}
+		w.walk()
+	}
+	return out.frame(unit), true
+}
+
+// subtree is the tree of the stacks through a path, the path cut off
+// (its last node is the subtree's root); nil when no stack goes through it.
+func (t *Tree) subtree(path []int32) *Tree {
+	t.sort()
+	var sub *Tree
+	for _, i := range t.order {
+		stack := t.stack(i)
+		if len(stack) < len(path) || !slices.Equal(stack[:len(path)], path) {
+			if sub != nil {
+				break // the stacks through the path are adjacent in order
+			}
+			continue
+		}
+		if sub == nil {
+			sub = NewTree(t.names)
+		}
+		sub.Add(stack[len(path):], t.values[i])
+	}
+	return sub
+}
+
+// focusLimit is the row bound of each part of a focused frame: the tree's,
+// or, when the enum could run out of texts, half of what it holds less the
+// path's rows.
+func (t *Tree) focusLimit(maxNodes, path int) int {
+	limit := t.rowLimit(maxNodes)
+	if t.names.count()+3 > maxEnumTexts {
+		limit = min(limit, (maxEnumTexts-3-2*path)/2)
+	}
+	return max(limit, 0)
+}
+
 func (t *Tree) empty() bool {
 	return t.Nodes() == 1 && t.total == 0
 }
@@ -278,7 +345,7 @@ func (e *enumTexts) ofID(id int32) data.EnumItemIndex {
 }
 
 func (e *enumTexts) ofText(text string) data.EnumItemIndex {
-	if id, ok := e.names.lookup(text); ok {
+	if id, ok := e.names.Lookup(text); ok {
 		return e.ofID(id)
 	}
 	if index, ok := e.byText[text]; ok {

@@ -31,8 +31,9 @@ func (n *Names) Label(id int32) string {
 	return n.labels[id]
 }
 
-// lookup returns the id of label without interning it.
-func (n *Names) lookup(label string) (int32, bool) {
+// Lookup returns the id of label without interning it; false when the
+// label was never interned.
+func (n *Names) Lookup(label string) (int32, bool) {
 	id, ok := n.ids[label]
 	return id, ok
 }

@@ -1,7 +1,6 @@
 package flame
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -58,32 +57,8 @@ func (n *refNode) totals(out []int64) []int64 {
 }
 
 // rows renders the reference tree: children below cut fold into "other".
-func (n *refNode) rows(level int64, cut int64, out []row) []row {
-	out = append(out, row{level, n.total, n.self, n.label})
-	var kept []*refNode
-	var folded int64
-	anyFolded := false
-	for _, child := range n.children {
-		if child.total >= cut {
-			kept = append(kept, child)
-			continue
-		}
-		folded += child.total
-		anyFolded = true
-	}
-	slices.SortFunc(kept, func(a, b *refNode) int {
-		if c := cmp.Compare(b.total, a.total); c != 0 {
-			return c
-		}
-		return strings.Compare(a.label, b.label)
-	})
-	for _, child := range kept {
-		out = child.rows(level+1, cut, out)
-	}
-	if anyFolded {
-		out = append(out, row{level + 1, folded, folded, "other"})
-	}
-	return out
+func (n *refNode) rows(cut int64) []row {
+	return n.rowsFocused(0, cut, cut, nil, false, nil)
 }
 
 // smallestCut is the smallest threshold whose reference rendering has at
@@ -94,7 +69,7 @@ func (n *refNode) smallestCut(limit int) int64 {
 	}
 	cuts := append(slices.Compact(slices.Sorted(slices.Values(n.totals(nil)))), math.MaxInt64)
 	for _, cut := range cuts {
-		if len(n.rows(0, cut, nil)) <= limit {
+		if len(n.rows(cut)) <= limit {
 			return cut
 		}
 	}
@@ -135,7 +110,7 @@ func TestAgainstReference(t *testing.T) {
 			if limit == 1 {
 				limit = 2 // the smallest bound Frame honours
 			}
-			want := ref.rows(0, ref.smallestCut(limit), nil)
+			want := ref.rows(ref.smallestCut(limit))
 			require.Equal(t, want, rows(t, tree.Frame(maxNodes, "")), "seed %d maxNodes %d", seed, maxNodes)
 		}
 	}
@@ -150,7 +125,7 @@ func TestAgainstReferenceLarge(t *testing.T) {
 		tree := buildTree(samples)
 		require.Equal(t, ref.count(), tree.Nodes())
 		for _, limit := range []int{0, 2, 10, 50, 200, 1000} {
-			want := ref.rows(0, ref.smallestCut(limit), nil)
+			want := ref.rows(ref.smallestCut(limit))
 			require.Equal(t, want, rows(t, tree.Frame(limit, "")), "seed %d limit %d", seed, limit)
 		}
 	}
@@ -190,7 +165,7 @@ func TestNegativeValues(t *testing.T) {
 		tree := buildTree(samples)
 		for limit := 2; limit < ref.count(); limit++ {
 			got := rows(t, tree.Frame(limit, ""))
-			require.Equal(t, ref.rows(0, tree.threshold(limit), nil), got, "seed %d limit %d", seed, limit)
+			require.Equal(t, ref.rows(tree.threshold(limit)), got, "seed %d limit %d", seed, limit)
 			require.LessOrEqual(t, len(got), limit)
 			requireConsistent(t, got, tree.Total())
 		}

@@ -36,7 +36,9 @@ GRANT ON CLUSTER 'flamehouse'
     INSERT ON `otel`.`otel_profile_symbols`,
     INSERT ON `otel`.`otel_profile_symbols_local`,
     INSERT ON `otel`.`otel_profile_executables`,
-    INSERT ON `otel`.`otel_profile_executables_local`
+    INSERT ON `otel`.`otel_profile_executables_local`,
+    INSERT ON `otel`.`otel_profile_profiles`,
+    INSERT ON `otel`.`otel_profile_profiles_local`
 TO `flamehouse_otel_writer`;
 
 GRANT ON CLUSTER 'flamehouse'
@@ -64,6 +66,8 @@ GRANT ON CLUSTER 'flamehouse'
     SELECT ON `otel`.`otel_profile_symbols_local`,
     SELECT ON `otel`.`otel_profile_executables`,
     SELECT ON `otel`.`otel_profile_executables_local`,
+    SELECT ON `otel`.`otel_profile_profiles`,
+    SELECT ON `otel`.`otel_profile_profiles_local`,
     SELECT ON `otel`.`otel_profile_schema_migrations_local`
 TO `flamehouse_otel_reader`;
 
@@ -91,7 +95,9 @@ CREATE ROW POLICY IF NOT EXISTS `flamehouse_unrestricted` ON CLUSTER 'flamehouse
     `otel`.`otel_profile_symbols`,
     `otel`.`otel_profile_symbols_local`,
     `otel`.`otel_profile_executables`,
-    `otel`.`otel_profile_executables_local`
+    `otel`.`otel_profile_executables_local`,
+    `otel`.`otel_profile_profiles`,
+    `otel`.`otel_profile_profiles_local`
 FOR SELECT USING 1 AS PERMISSIVE TO ALL;
 
 -- TenantUserDDL(acme_reader, tenant acme, HashPassword("secret", deadbeef))
@@ -128,7 +134,9 @@ CREATE ROW POLICY IF NOT EXISTS `flamehouse_tenant_acme_reader` ON CLUSTER 'flam
     `otel`.`otel_profile_symbols`,
     `otel`.`otel_profile_symbols_local`,
     `otel`.`otel_profile_executables`,
-    `otel`.`otel_profile_executables_local`
+    `otel`.`otel_profile_executables_local`,
+    `otel`.`otel_profile_profiles`,
+    `otel`.`otel_profile_profiles_local`
 FOR SELECT USING TenantId = 'acme' AS RESTRICTIVE TO `acme_reader`;
 
 ALTER ROW POLICY `flamehouse_tenant_acme_reader` ON CLUSTER 'flamehouse' ON
@@ -155,7 +163,9 @@ ALTER ROW POLICY `flamehouse_tenant_acme_reader` ON CLUSTER 'flamehouse' ON
     `otel`.`otel_profile_symbols`,
     `otel`.`otel_profile_symbols_local`,
     `otel`.`otel_profile_executables`,
-    `otel`.`otel_profile_executables_local`
+    `otel`.`otel_profile_executables_local`,
+    `otel`.`otel_profile_profiles`,
+    `otel`.`otel_profile_profiles_local`
 AS RESTRICTIVE FOR SELECT USING TenantId = 'acme' TO `acme_reader`;
 
 GRANT ON CLUSTER 'flamehouse' `flamehouse_otel_reader`, `flamehouse_otel_tenant` TO `acme_reader`;
@@ -188,7 +198,9 @@ CREATE ROW POLICY IF NOT EXISTS `flamehouse_tenant_grafana_o` ON CLUSTER 'flameh
     `otel`.`otel_profile_symbols`,
     `otel`.`otel_profile_symbols_local`,
     `otel`.`otel_profile_executables`,
-    `otel`.`otel_profile_executables_local`
+    `otel`.`otel_profile_executables_local`,
+    `otel`.`otel_profile_profiles`,
+    `otel`.`otel_profile_profiles_local`
 FOR SELECT USING TenantId = 'o\'brien\\co' AS RESTRICTIVE TO `grafana_o`;
 
 ALTER ROW POLICY `flamehouse_tenant_grafana_o` ON CLUSTER 'flamehouse' ON
@@ -215,7 +227,9 @@ ALTER ROW POLICY `flamehouse_tenant_grafana_o` ON CLUSTER 'flamehouse' ON
     `otel`.`otel_profile_symbols`,
     `otel`.`otel_profile_symbols_local`,
     `otel`.`otel_profile_executables`,
-    `otel`.`otel_profile_executables_local`
+    `otel`.`otel_profile_executables_local`,
+    `otel`.`otel_profile_profiles`,
+    `otel`.`otel_profile_profiles_local`
 AS RESTRICTIVE FOR SELECT USING TenantId = 'o\'brien\\co' TO `grafana_o`;
 
 GRANT ON CLUSTER 'flamehouse' `flamehouse_otel_reader`, `flamehouse_otel_tenant` TO `grafana_o`;
@@ -248,7 +262,9 @@ DROP ROW POLICY IF EXISTS `flamehouse_tenant_acme_reader` ON
     `otel`.`otel_profile_symbols`,
     `otel`.`otel_profile_symbols_local`,
     `otel`.`otel_profile_executables`,
-    `otel`.`otel_profile_executables_local`
+    `otel`.`otel_profile_executables_local`,
+    `otel`.`otel_profile_profiles`,
+    `otel`.`otel_profile_profiles_local`
 ON CLUSTER 'flamehouse';
 
 -- DropTenantUserDDL(acme_reader, dropUser true)
@@ -279,5 +295,7 @@ DROP ROW POLICY IF EXISTS `flamehouse_tenant_acme_reader` ON
     `otel`.`otel_profile_symbols`,
     `otel`.`otel_profile_symbols_local`,
     `otel`.`otel_profile_executables`,
-    `otel`.`otel_profile_executables_local`
+    `otel`.`otel_profile_executables_local`,
+    `otel`.`otel_profile_profiles`,
+    `otel`.`otel_profile_profiles_local`
 ON CLUSTER 'flamehouse';

@@ -22,7 +22,8 @@ GRANT
     INSERT ON `otel`.`otel_profile_catalog`,
     INSERT ON `otel`.`otel_profile_sample_labels`,
     INSERT ON `otel`.`otel_profile_symbols`,
-    INSERT ON `otel`.`otel_profile_executables`
+    INSERT ON `otel`.`otel_profile_executables`,
+    INSERT ON `otel`.`otel_profile_profiles`
 TO `flamehouse_otel_writer`;
 
 GRANT
@@ -38,6 +39,7 @@ GRANT
     SELECT ON `otel`.`otel_profile_sample_labels`,
     SELECT ON `otel`.`otel_profile_symbols`,
     SELECT ON `otel`.`otel_profile_executables`,
+    SELECT ON `otel`.`otel_profile_profiles`,
     SELECT ON `otel`.`otel_profile_schema_migrations`
 TO `flamehouse_otel_reader`;
 
@@ -53,7 +55,8 @@ CREATE ROW POLICY IF NOT EXISTS `flamehouse_unrestricted` ON
     `otel`.`otel_profile_catalog`,
     `otel`.`otel_profile_sample_labels`,
     `otel`.`otel_profile_symbols`,
-    `otel`.`otel_profile_executables`
+    `otel`.`otel_profile_executables`,
+    `otel`.`otel_profile_profiles`
 FOR SELECT USING 1 AS PERMISSIVE TO ALL;
 
 -- TenantUserDDL(acme_reader, tenant acme, HashPassword("secret", deadbeef))
@@ -78,7 +81,8 @@ CREATE ROW POLICY IF NOT EXISTS `flamehouse_tenant_acme_reader` ON
     `otel`.`otel_profile_catalog`,
     `otel`.`otel_profile_sample_labels`,
     `otel`.`otel_profile_symbols`,
-    `otel`.`otel_profile_executables`
+    `otel`.`otel_profile_executables`,
+    `otel`.`otel_profile_profiles`
 FOR SELECT USING TenantId = 'acme' AS RESTRICTIVE TO `acme_reader`;
 
 ALTER ROW POLICY `flamehouse_tenant_acme_reader` ON
@@ -93,7 +97,8 @@ ALTER ROW POLICY `flamehouse_tenant_acme_reader` ON
     `otel`.`otel_profile_catalog`,
     `otel`.`otel_profile_sample_labels`,
     `otel`.`otel_profile_symbols`,
-    `otel`.`otel_profile_executables`
+    `otel`.`otel_profile_executables`,
+    `otel`.`otel_profile_profiles`
 AS RESTRICTIVE FOR SELECT USING TenantId = 'acme' TO `acme_reader`;
 
 GRANT `flamehouse_otel_reader`, `flamehouse_otel_tenant` TO `acme_reader`;
@@ -114,7 +119,8 @@ CREATE ROW POLICY IF NOT EXISTS `flamehouse_tenant_grafana_o` ON
     `otel`.`otel_profile_catalog`,
     `otel`.`otel_profile_sample_labels`,
     `otel`.`otel_profile_symbols`,
-    `otel`.`otel_profile_executables`
+    `otel`.`otel_profile_executables`,
+    `otel`.`otel_profile_profiles`
 FOR SELECT USING TenantId = 'o\'brien\\co' AS RESTRICTIVE TO `grafana_o`;
 
 ALTER ROW POLICY `flamehouse_tenant_grafana_o` ON
@@ -129,7 +135,8 @@ ALTER ROW POLICY `flamehouse_tenant_grafana_o` ON
     `otel`.`otel_profile_catalog`,
     `otel`.`otel_profile_sample_labels`,
     `otel`.`otel_profile_symbols`,
-    `otel`.`otel_profile_executables`
+    `otel`.`otel_profile_executables`,
+    `otel`.`otel_profile_profiles`
 AS RESTRICTIVE FOR SELECT USING TenantId = 'o\'brien\\co' TO `grafana_o`;
 
 GRANT `flamehouse_otel_reader`, `flamehouse_otel_tenant` TO `grafana_o`;
@@ -150,7 +157,8 @@ DROP ROW POLICY IF EXISTS `flamehouse_tenant_acme_reader` ON
     `otel`.`otel_profile_catalog`,
     `otel`.`otel_profile_sample_labels`,
     `otel`.`otel_profile_symbols`,
-    `otel`.`otel_profile_executables`;
+    `otel`.`otel_profile_executables`,
+    `otel`.`otel_profile_profiles`;
 
 -- DropTenantUserDDL(acme_reader, dropUser true)
 
@@ -168,4 +176,5 @@ DROP ROW POLICY IF EXISTS `flamehouse_tenant_acme_reader` ON
     `otel`.`otel_profile_catalog`,
     `otel`.`otel_profile_sample_labels`,
     `otel`.`otel_profile_symbols`,
-    `otel`.`otel_profile_executables`;
+    `otel`.`otel_profile_executables`,
+    `otel`.`otel_profile_profiles`;

@@ -381,3 +381,27 @@ ALTER TABLE `otel`.`otel_profile_stacks_local` ON CLUSTER 'flamehouse'
 
 ALTER TABLE `otel`.`otel_profile_stacks` ON CLUSTER 'flamehouse'
     MODIFY COLUMN `FrameIds` Array(LowCardinality(UInt64));
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_profiles_local` ON CLUSTER 'flamehouse'
+(
+    `Timestamp` DateTime64(9) CODEC(Delta(8), ZSTD(3)),
+    `TenantId` LowCardinality(String) CODEC(ZSTD(3)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(3)),
+    `ProfileType` LowCardinality(String) CODEC(ZSTD(3)),
+    `SeriesId` UInt64 CODEC(ZSTD(3)),
+    `ProfileId` String CODEC(ZSTD(3)),
+    `DurationNanos` UInt64 CODEC(ZSTD(3)),
+    `Period` Int64 CODEC(ZSTD(3)),
+    `FirstSample` DateTime CODEC(Delta(4), ZSTD(3)),
+    `LastSample` DateTime CODEC(Delta(4), ZSTD(3)),
+    `Events` UInt64 CODEC(ZSTD(3)),
+    `Total` Int64 CODEC(ZSTD(3))
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')
+PARTITION BY toDate(FirstSample)
+ORDER BY (TenantId, ProfileType, ServiceName, Timestamp, SeriesId, ProfileId)
+TTL FirstSample + toIntervalSecond(604800)
+SETTINGS ttl_only_drop_parts = 1;
+
+CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_profiles` ON CLUSTER 'flamehouse' AS `otel`.`otel_profile_profiles_local`
+ENGINE = Distributed('flamehouse', 'otel', 'otel_profile_profiles_local', cityHash64(TenantId, ServiceName));

@@ -321,3 +321,24 @@ ALTER TABLE `profiles`.`fh_profile_service_samples_1h`
 ALTER TABLE `profiles`.`fh_profile_stacks`
     MODIFY COLUMN `StackId` UInt64 CODEC(ZSTD(3)),
     MODIFY COLUMN `FrameIds` Array(LowCardinality(UInt64)) CODEC(ZSTD(3));
+
+CREATE TABLE IF NOT EXISTS `profiles`.`fh_profile_profiles`
+(
+    `Timestamp` DateTime64(9) CODEC(Delta(8), ZSTD(3)),
+    `TenantId` LowCardinality(String) CODEC(ZSTD(3)),
+    `ServiceName` LowCardinality(String) CODEC(ZSTD(3)),
+    `ProfileType` LowCardinality(String) CODEC(ZSTD(3)),
+    `SeriesId` UInt64 CODEC(ZSTD(3)),
+    `ProfileId` String CODEC(ZSTD(3)),
+    `DurationNanos` UInt64 CODEC(ZSTD(3)),
+    `Period` Int64 CODEC(ZSTD(3)),
+    `FirstSample` DateTime CODEC(Delta(4), ZSTD(3)),
+    `LastSample` DateTime CODEC(Delta(4), ZSTD(3)),
+    `Events` UInt64 CODEC(ZSTD(3)),
+    `Total` Int64 CODEC(ZSTD(3))
+)
+ENGINE = ReplacingMergeTree()
+PARTITION BY toDate(FirstSample)
+ORDER BY (TenantId, ProfileType, ServiceName, Timestamp, SeriesId, ProfileId)
+TTL FirstSample + toIntervalSecond(259200)
+SETTINGS ttl_only_drop_parts = 1;

@@ -3,6 +3,7 @@ import { CoreApp, SelectableValue } from '@grafana/data';
 import { Collapse, InlineField, InlineFieldRow, InlineSwitch, Input, MultiSelect, RadioButtonGroup } from '@grafana/ui';
 
 import { baselineSummary } from '../../diff';
+import { describePath } from '../../focus';
 import { frameMode, frameModesSummary, withFrameMode } from '../../frameKinds';
 import { containsVariable } from '../../interpolate';
 import { labelOptions } from '../../labelNames';
@@ -26,6 +27,12 @@ const TYPES: Array<SelectableValue<QueryType>> = [
     value: 'executables',
     description:
       'The executables and libraries of the selection: share of samples, share of frames named, symbol source; each links to its flame graph',
+  },
+  {
+    label: 'Profiles',
+    value: 'profiles',
+    description:
+      'The single profiles of the selection as they came in (time, resource, duration, samples, total); each opens its own flame graph or downloads as pprof',
   },
   {
     label: 'Trace',
@@ -111,6 +118,15 @@ export function optionsSummary(query: ProfileQuery, app?: CoreApp): string {
   if (query.function) {
     parts.push(`Function: ${query.function} (${query.functionValue ?? 'total'})`);
   }
+  if (query.seriesId) {
+    parts.push(`Series: ${query.seriesId}`);
+  }
+  if (query.intervalStart && query.intervalSeconds) {
+    parts.push(`Interval: ${intervalSummary(query.intervalStart, query.intervalSeconds)}`);
+  }
+  if (query.focusPath?.length && (type === 'profile' || type === 'both')) {
+    parts.push(`Opened: ${describePath(query.focusPath)}`);
+  }
   if (query.ratio && SERIES_TYPES.includes(type)) {
     parts.push('Ratio');
   }
@@ -124,6 +140,18 @@ export function optionsSummary(query: ProfileQuery, app?: CoreApp): string {
     parts.push(...frameModesSummary(query));
   }
   return parts.join(', ');
+}
+
+/** An interval as the summary shows it: its start (UTC) and length, e.g. "2025-01-02 10:00:00 + 5 s". */
+function intervalSummary(start: string, seconds: number | string): string {
+  const ms = Number(start);
+  const at = Number.isFinite(ms)
+    ? new Date(ms)
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, '')
+    : start;
+  return `${at} + ${seconds} s`;
 }
 
 /**
@@ -167,7 +195,7 @@ export function QueryOptions({ query, app, labelNames, defaultMaxNodes, onChange
             query={query}
             profileOptions={PROFILE_TYPES.includes(type)}
             groupByOption={GROUP_BY_TYPES.includes(type)}
-            spanOptions={type !== 'diff'}
+            spanOptions={type !== 'diff' && type !== 'profiles'}
             seriesOptions={SERIES_TYPES.includes(type)}
             executableOption={EXECUTABLE_FILTER_TYPES.includes(type)}
             frameOptions={FRAME_TYPES.includes(type)}
@@ -237,7 +265,7 @@ function OtherOptions({
       <InlineFieldRow>
         <CommitInput
           label="Limit"
-          tooltip="Time series: the top N groups by total (default 100). Table: rows (default 1000). Spans: spans (default 100)."
+          tooltip="Time series: the top N groups by total (default 100). Table: rows (default 1000). Spans: spans (default 100). Profiles: the newest N (default 100)."
           testId={selectors.query.limit}
           value={query.limit === undefined ? '' : String(query.limit)}
           placeholder="100"

@@ -1,0 +1,5 @@
+SELECT FrameId, SystemName, FileName, Line, toString(MappingFile), toString(BuildId), Address, MappingStart, MappingOffset FROM `otel`.`otel_profile_frames` WHERE TenantId = {p0:String} AND ServiceName IN ({p1:String}) AND FrameId IN {p2:Array(UInt64)}
+-- parameters
+-- p0 = ""
+-- p1 = "checkout"
+-- p2 = "[3,1,2]"
