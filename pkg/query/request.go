@@ -377,14 +377,17 @@ func minTime(a, b time.Time) time.Time {
 }
 
 func (r *Request) setType(t string) error {
-	switch t {
-	case "":
-		r.Type = TypeProfile
-	case TypeProfile, TypeMetrics, TypeBoth, TypeTable, TypeTraces, TypeSpans, TypeDiff, TypeExecutables, TypeProfiles:
-		r.Type = t
-	default:
-		return fmt.Errorf("queryType %q is not one of profile, metrics, both, table, traces, spans, diff, executables, profiles", t)
+	if t == "" {
+		t = queryTypes[0].name
 	}
+	if queryTypeOf(t) == nil {
+		names := make([]string, len(queryTypes))
+		for i, qt := range queryTypes {
+			names[i] = qt.name
+		}
+		return fmt.Errorf("queryType %q is not one of %s", t, strings.Join(names, ", "))
+	}
+	r.Type = t
 	return nil
 }
 
