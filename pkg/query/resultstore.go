@@ -240,25 +240,13 @@ func (r *replay) Scan(dest ...any) error {
 		var ok bool
 		switch v := d.(type) {
 		case *uint64:
-			ok = r.row < len(c.u64)
-			if ok {
-				*v = c.u64[r.row]
-			}
+			ok = cell(c.u64, r.row, v)
 		case *int64:
-			ok = r.row < len(c.i64)
-			if ok {
-				*v = c.i64[r.row]
-			}
+			ok = cell(c.i64, r.row, v)
 		case *float64:
-			ok = r.row < len(c.f64)
-			if ok {
-				*v = c.f64[r.row]
-			}
+			ok = cell(c.f64, r.row, v)
 		case *string:
-			ok = r.row < len(c.str)
-			if ok {
-				*v = c.str[r.row]
-			}
+			ok = cell(c.str, r.row, v)
 		}
 		if !ok {
 			return fmt.Errorf("cached result: column %d scanned into %T", i, d)
@@ -269,3 +257,13 @@ func (r *replay) Scan(dest ...any) error {
 
 func (*replay) Err() error   { return nil }
 func (*replay) Close() error { return nil }
+
+// cell copies a column's value of row into dst; false when the column
+// holds no such row (it was scanned into another type).
+func cell[T any](vals []T, row int, dst *T) bool {
+	if row >= len(vals) {
+		return false
+	}
+	*dst = vals[row]
+	return true
+}
