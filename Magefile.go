@@ -68,15 +68,17 @@ func Package() error {
 	return nil
 }
 
-// Bench runs the peer benchmark: the same generated workload loaded into
-// Flamehouse's tables and, through a real Collector, into the contrib
-// ClickHouse exporter's otel_profiles table, compared for bytes on disk,
-// ingest throughput and query latency (docs/otel-exporter-schema.md).
+// Bench runs the peer benchmark: the same generated workloads loaded into
+// Flamehouse's tables (through its ingest and through the Flamehouse
+// Collector), through a real Collector into the contrib ClickHouse
+// exporter's otel_profiles table, and into Grafana Pyroscope from
+// ../shared/pyroscope, compared for bytes on disk, ingest throughput,
+// memory, flame graph latency and answers (docs/performance.md).
 // FLAMEHOUSE_PEER_RATE, FLAMEHOUSE_PEER_HOURS, FLAMEHOUSE_PEER_DENSE_SECONDS,
-// FLAMEHOUSE_PEER_SENDERS and
-// FLAMEHOUSE_PEER_RUNS change the workload.
+// FLAMEHOUSE_PEER_CLUSTER_SECONDS, FLAMEHOUSE_PEER_AGENT_MINUTES,
+// FLAMEHOUSE_PEER_SENDERS and FLAMEHOUSE_PEER_RUNS change the workloads.
 func Bench() error {
-	return sh.RunV("go", "test", "./pkg/plugin", "-run", "^$", "-bench", "BenchmarkPeer", "-benchtime", "1x", "-timeout", "60m", "-v")
+	return sh.RunV("go", "test", "./pkg/plugin", "-run", "^$", "-bench", "BenchmarkPeer", "-benchtime", "1x", "-timeout", "6h", "-v")
 }
 
 // Collector builds the Flamehouse OpenTelemetry Collector distribution

@@ -124,9 +124,13 @@ stage_fuzz() {
 
 stage_bench() {
   step "go test: every benchmark once, so none rots"
-  # BenchmarkPeer loads 24 h of sparse data and 120 s of dense data by default
-  # (go tool mage bench); one hour and 10 s keep this step quick.
+  # BenchmarkPeer loads 24 h of sparse data, 600 s of dense data, 60 s of
+  # W-cluster node reports and an hour of one host's reports by default (go
+  # tool mage bench); one hour, 10 s, 5 s and 10 minutes keep this step quick.
+  # It runs Grafana Pyroscope from ../shared/pyroscope (a failure under
+  # FLAMEHOUSE_E2E_REQUIRE=1 when it is missing).
   FLAMEHOUSE_PEER_HOURS="${FLAMEHOUSE_PEER_HOURS:-1}" FLAMEHOUSE_PEER_DENSE_SECONDS="${FLAMEHOUSE_PEER_DENSE_SECONDS:-10}" \
+    FLAMEHOUSE_PEER_CLUSTER_SECONDS="${FLAMEHOUSE_PEER_CLUSTER_SECONDS:-5}" FLAMEHOUSE_PEER_AGENT_MINUTES="${FLAMEHOUSE_PEER_AGENT_MINUTES:-10}" \
     go test -count=1 -run '^$' -bench . -benchtime 1x "${GO_PKGS[@]}"
   (cd "$EXPORTER" && go test -count=1 -run '^$' -bench . -benchtime 1x ./...)
 }

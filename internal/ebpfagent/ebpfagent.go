@@ -17,8 +17,6 @@ package ebpfagent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +30,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flamehouse/flamehouse/internal/harness"
 )
 
 const (
@@ -102,16 +102,9 @@ func Locate() (string, error) {
 	return unpack(path)
 }
 
-// unpack decompresses the archive into the cache directory under a name
-// derived from its content, unless it is there already. Concurrent test
-// binaries each write a temporary file and rename it: the last rename
-// wins and every one of them is the same file.
+// unpack decompresses the archive into the cache directory (CacheEnv, by
+// default the user's cache) once per archive content.
 func unpack(archive string) (string, error) {
-	data, err := os.ReadFile(archive) //nolint:gosec // G304: the harness the caller names
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(data)
 	dir := os.Getenv(CacheEnv)
 	if dir == "" {
 		base, err := os.UserCacheDir()
@@ -120,37 +113,7 @@ func unpack(archive string) (string, error) {
 		}
 		dir = filepath.Join(base, "flamehouse", "ebpf-profiler")
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil { //nolint:gosec // G703: a cache directory the user chose
-		return "", err
-	}
-	bin := filepath.Join(dir, "ebpf-profiler-"+hex.EncodeToString(sum[:8]))
-	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o100 != 0 { //nolint:gosec // G703: our cache directory
-		return bin, nil
-	}
-	xz, err := exec.LookPath("xz")
-	if err != nil {
-		return "", fmt.Errorf("xz is not installed (scripts/setup.sh installs xz-utils): %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".unpack-")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()                         //nolint:gosec // G703: our cache directory
-	cmd := exec.CommandContext(context.Background(), xz, "-dc", archive) //nolint:gosec // G204: xz on the harness's archive
-	cmd.Stdout = tmp
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	runErr := cmd.Run()
-	if err := errors.Join(runErr, tmp.Close()); err != nil {
-		return "", fmt.Errorf("xz -dc %s: %w: %s", archive, err, stderr.String())
-	}
-	if err := os.Chmod(tmp.Name(), 0o700); err != nil { //nolint:gosec // G302: an executable of our own
-		return "", err
-	}
-	if err := os.Rename(tmp.Name(), bin); err != nil { //nolint:gosec // G703: our cache directory
-		return "", err
-	}
-	return bin, nil
+	return harness.UnpackXZ(archive, dir, "ebpf-profiler")
 }
 
 // Loadable returns why this machine cannot run the agent, or nil: it needs

@@ -24,14 +24,15 @@ var layers = [][]string{
 		"pkg/secret", "pkg/tenancy", "pkg/profiletype", "pkg/selftrace", "pkg/chembed/sqlguard",
 		"pkg/ingest/model", "pkg/ingest/otlpwire", "pkg/query/selector", "pkg/query/flame",
 		"internal/otlpbuild", "internal/nativebin", "internal/pproftest", "internal/pluginzip", "internal/layers",
-		"internal/ebpfagent",
+		"internal/harness", "internal/benchmem",
 	},
 	// The schema, connections to an external ClickHouse, the converter of
 	// OTLP profiles into rows.
 	{"pkg/schema", "pkg/chclient", "pkg/ingest/convert"},
 	// The embedded ClickHouse, OTLP encodings, the writer of the rows, the
-	// load generator (its tests convert what it generates).
-	{"pkg/chembed", "pkg/otlphttp", "pkg/pprofconv", "pkg/ingest/writer", "internal/profilegen"},
+	// load generator (its tests convert what it generates), the eBPF
+	// profiler's harness.
+	{"pkg/chembed", "pkg/otlphttp", "pkg/pprofconv", "pkg/ingest/writer", "internal/profilegen", "internal/ebpfagent"},
 	// What reads the tables, the ingest's shared path (decode, convert,
 	// write), the tests' ClickHouse.
 	{
@@ -40,6 +41,7 @@ var layers = [][]string{
 	// The parts of the services.
 	{
 		"pkg/symbols/debuginfod", "pkg/ingest/receiver", "pkg/query", "pkg/selfprofile", "internal/otelcoltest",
+		"internal/pyroscopetest",
 	},
 	// The ingest service and the Grafana datasource.
 	{"pkg/ingest", "pkg/plugin", "pkg/pyroscopeapi", "internal/e2edata"},
@@ -58,7 +60,7 @@ var layers = [][]string{
 // their layer.
 var harnesses = []string{
 	"internal/chtest", "internal/otelcoltest", "internal/nativebin", "internal/pproftest", "internal/profilegen",
-	"internal/otlpbuild", "internal/ebpfagent",
+	"internal/otlpbuild", "internal/ebpfagent", "internal/pyroscopetest", "internal/harness", "internal/benchmem",
 }
 
 // integration is the prefix of the integration tests' packages, whose

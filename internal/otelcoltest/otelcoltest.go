@@ -20,13 +20,11 @@
 package otelcoltest
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -35,11 +33,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/flamehouse/flamehouse/internal/harness"
 )
 
 // Collector modules under collectors/.
@@ -219,23 +218,8 @@ func cachedBuild(name, sum string, compile func(ctx context.Context, out string)
 	return bin, false, nil
 }
 
-// lockDir takes an exclusive lock on dir/.lock, waiting for it, and
-// returns its release. The kernel drops the lock if the process dies.
-func lockDir(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // G304: the cache directory's lock file
-	if err != nil {
-		return nil, err
-	}
-	fd := int(f.Fd())
-	if err := syscall.Flock(fd, syscall.LOCK_EX); err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	return func() {
-		_ = syscall.Flock(fd, syscall.LOCK_UN)
-		_ = f.Close()
-	}, nil
-}
+// lockDir locks the cache directory (harness.LockDir).
+var lockDir = harness.LockDir
 
 // sourceHash hashes the Go version and every regular file of the module
 // directory (go.mod, go.sum and the sources), which pin everything the
@@ -383,16 +367,7 @@ func (c *Config) featureGates() []string {
 // ready in time. The Collector is stopped when the test ends.
 func Start(tb testing.TB, bin string, cfg Config) *Collector {
 	tb.Helper()
-	c, err := Launch(bin, cfg, tb.TempDir())
-	if err != nil {
-		tb.Fatalf("otelcoltest: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			tb.Errorf("otelcoltest: %v", err)
-		}
-	})
-	return c
+	return harness.Start(tb, "otelcoltest", func(dir string) (*Collector, error) { return Launch(bin, cfg, dir) })
 }
 
 // Launch is Start outside a test: it writes the configuration into dir,
@@ -496,22 +471,9 @@ func (c *Collector) Kill() error {
 }
 
 // exitStatus describes how the Collector exited.
-func exitStatus(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
-}
+var exitStatus = harness.ExitStatus
 
-func freeAddr() (string, error) {
-	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr, nil
-}
+var freeAddr = harness.FreeAddr
 
 func listening(addr string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -524,22 +486,5 @@ func listening(addr string) bool {
 	return true
 }
 
-// lockedBuffer collects a child process's output for failure messages.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-var _ io.Writer = (*lockedBuffer)(nil)
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// lockedBuffer collects the Collector's output for failure messages.
+type lockedBuffer = harness.Output

@@ -63,6 +63,35 @@ func DefaultConfig() Config {
 	}
 }
 
+// W-cluster's shape: how many nodes send reports, and how many of its
+// processes each node's report holds (NodeReports(at, WClusterPodsPerNode)).
+const (
+	WClusterNodes       = 100
+	WClusterPodsPerNode = 40
+)
+
+// WCluster is the "W-cluster" workload: 100 nodes of 32 vCPU at 40% busy,
+// each node's profiler sending a 5 s report of about 1,280 events from 40
+// processes every 5 s (25.6k samples/s in all), stacks drawn from a
+// 5k-stack pool over 8k call sites.
+func WCluster() Config {
+	cfg := DefaultConfig()
+	cfg.Pods, cfg.SamplesPerSecond, cfg.Stacks, cfg.Locations, cfg.Functions = WClusterNodes*WClusterPodsPerNode, 25_600, 5_000, 8_000, 3_000
+	return cfg
+}
+
+// Agent is one host as one eBPF profiler reports it: 20 processes sampled
+// at 20 Hz on about two busy cores (40 events/s in all, the rate of a
+// single real host's profiler), one 5 s report of the whole host at a
+// time, 5k stacks over 12k call sites and no trace links (the profiler
+// alone does not see spans).
+func Agent() Config {
+	cfg := DefaultConfig()
+	cfg.Pods, cfg.SamplesPerSecond, cfg.Stacks, cfg.Locations, cfg.Functions = 20, 40, 5_000, 12_000, 5_000
+	cfg.CPUs, cfg.Threads, cfg.TraceFraction = 8, 8, 0
+	return cfg
+}
+
 // frameKind says how a generated location looks.
 type frameKind uint8
 

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"strings"
@@ -33,7 +34,7 @@ func BenchmarkDensity(b *testing.B) {
 		l := w.generate(b)
 		s := newOursSide(b)
 		s.load(b, l, w.senders)
-		s.measureDisk(b)
+		s.measureDisk(b, w)
 		fmt.Print(densityReport(b, w, l, s))
 		if os.Getenv("FLAMEHOUSE_DENSITY_LAYOUTS") != "" {
 			fmt.Print(candidateLayouts(b, s, l.events))
@@ -61,7 +62,7 @@ func densityReport(b *testing.B, w *peerWorkload, l *peerLoad, s *peerSide) stri
 		fmt.Fprintf(&sb, "%-36s %12d %12d %10.3f\n", d.table, d.rows, d.bytes, perEvent(d.bytes))
 	}
 	fmt.Fprintf(&sb, "%-36s %12s %12d %10.3f\n", "all tables", "", s.diskBytes(), perEvent(s.diskBytes()))
-	fmt.Fprint(&sb, informationFloor(b, s, perEvent))
+	fmt.Fprint(&sb, informationFloor(b, s, l.events))
 	parts := []struct{ kind, sql string }{
 		{"column", "SELECT table, name, toInt64(data_compressed_bytes) FROM system.columns WHERE database = ? AND data_compressed_bytes > 0"},
 		{"index", "SELECT table, name, toInt64(data_compressed_bytes) FROM system.data_skipping_indices WHERE database = ? AND data_compressed_bytes > 0"},
@@ -83,6 +84,18 @@ func densityReport(b *testing.B, w *peerWorkload, l *peerLoad, s *peerSide) stri
 	return sb.String()
 }
 
+// peerFloor is the information floor of a side's raw samples table.
+type peerFloor struct {
+	bits   float64 // joint entropy of a row's sample attributes and series
+	attrs  int64   // bytes the attributes and series need at least
+	links  int64   // bytes of the random trace links
+	events int64
+	// columns is what the table's columns that the floor counts take on
+	// disk (SampleAttributes, SeriesId, TraceId, SpanId); 0 where its parts
+	// are compact (one file for all columns, no per-column sizes).
+	columns int64
+}
+
 // informationFloor estimates the least the raw samples table can take
 // while keeping what a user can filter on: per row, the joint entropy of
 // its sample attributes and series (the generator draws thread, CPU and
@@ -91,18 +104,73 @@ func densityReport(b *testing.B, w *peerWorkload, l *peerLoad, s *peerSide) stri
 // higher; rows are sorted by minute, stack and second, which orders
 // almost nothing among equal keys, so a compressor cannot save the
 // entropy of the order.
-func informationFloor(b *testing.B, s *peerSide, perEvent func(int64) float64) string {
+func informationFloor(b *testing.B, s *peerSide, events int64) peerFloor {
 	b.Helper()
 	var rows, links uint64
-	var bits float64
+	f := peerFloor{events: events}
 	require.NoError(b, s.conn.QueryRow(context.Background(),
 		"SELECT count(), entropy(cityHash64(SampleAttributes, SeriesId)), countIf(TraceId != '') FROM "+s.db+".otel_profile_samples").
-		Scan(&rows, &bits, &links))
-	attrs := int64(float64(rows) * bits / 8)
-	link := int64(links) * 24
+		Scan(&rows, &f.bits, &links))
+	f.attrs = int64(float64(rows) * f.bits / 8)
+	f.links = int64(links) * 24
+	// Compact parts keep no per-column sizes: measure a wide copy.
+	ctx := clickhouse.Context(context.Background(), clickhouse.WithSettings(clickhouse.Settings{"allow_suspicious_low_cardinality_types": 1}))
+	wideCopy(ctx, b, s, "otel_profile_samples", "floor_samples", nil, "")
+	f.columns = columnBytes(ctx, b, s, "floor_samples", "SampleAttributes", "SeriesId", "TraceId", "SpanId")
+	require.NoError(b, s.conn.Exec(ctx, "DROP TABLE "+s.db+".floor_samples"))
+	return f
+}
+
+// wideCopy copies a table of the side into a new table, its CREATE
+// statement edited by edit (nil: as it is) and filled by from ("": every
+// row of the table), merged into wide parts, which keep per-column sizes.
+// Copies keep every column, codec and row, so their answers are the
+// table's.
+func wideCopy(ctx context.Context, b *testing.B, s *peerSide, table, name string, edit func(create string) string, from string) {
+	b.Helper()
+	exec := func(q string) { require.NoError(b, s.conn.Exec(ctx, q), q) }
+	var create string
+	require.NoError(b, s.conn.QueryRow(ctx, "SELECT create_table_query FROM system.tables WHERE database = ? AND name = ?", s.db, table).Scan(&create))
+	q := strings.Replace(create, s.db+"."+table, s.db+"."+name, 1)
+	q = strings.Replace(q, "SETTINGS ", "SETTINGS min_bytes_for_wide_part = 0, ", 1)
+	if edit != nil {
+		q = edit(q)
+	}
+	if from == "" {
+		from = "SELECT * FROM " + s.db + "." + table
+	}
+	exec(q)
+	exec("INSERT INTO " + s.db + "." + name + " " + from)
+	exec("OPTIMIZE TABLE " + s.db + "." + name + " FINAL")
+}
+
+// columnBytes is what some columns of a table take on disk.
+func columnBytes(ctx context.Context, b *testing.B, s *peerSide, table string, columns ...string) int64 {
+	b.Helper()
+	var n int64
+	require.NoError(b, s.conn.QueryRow(ctx, "SELECT toInt64(sum(data_compressed_bytes)) FROM system.columns "+
+		"WHERE database = ? AND table = ? AND has(?, name)", s.db, table, columns).Scan(&n))
+	return n
+}
+
+// columnsPerEvent is what the columns the floor counts take, in bytes per
+// event (NaN where the parts are compact).
+func (f peerFloor) columnsPerEvent() float64 {
+	if f.columns == 0 {
+		return math.NaN()
+	}
+	return float64(f.columns) / float64(f.events)
+}
+
+// perEvent is the floor in bytes per event.
+func (f peerFloor) perEvent() float64 { return float64(f.attrs+f.links) / float64(f.events) }
+
+func (f peerFloor) String() string {
+	perEvent := func(n int64) float64 { return float64(n) / float64(f.events) }
 	return fmt.Sprintf("information floor of otel_profile_samples: attributes and series %.2f bits/row = %.3f B/event, "+
-		"trace links %.3f B/event, together %.3f B/event (timestamps, stacks and values not counted)\n",
-		bits, perEvent(attrs), perEvent(link), perEvent(attrs+link))
+		"trace links %.3f B/event, together %.3f B/event (timestamps, stacks and values not counted); "+
+		"the columns it counts (SampleAttributes, SeriesId, TraceId, SpanId) take %.3f B/event, %.2f× the floor\n",
+		f.bits, perEvent(f.attrs), perEvent(f.links), f.perEvent(), f.columnsPerEvent(), f.columnsPerEvent()/f.perEvent())
 }
 
 // candidateLayouts copies the samples table and the four rollups, merged,
@@ -119,8 +187,7 @@ func informationFloor(b *testing.B, s *peerSide, perEvent func(int64) float64) s
 //     with the minute;
 //   - bucketed+dense: both.
 //
-// Copies keep every column, codec and row, so their answers are the
-// table's.
+// Copies are wideCopy's.
 func candidateLayouts(b *testing.B, s *peerSide, events int64) string {
 	b.Helper()
 	ctx := clickhouse.Context(context.Background(), clickhouse.WithSettings(clickhouse.Settings{"allow_suspicious_low_cardinality_types": 1}))
@@ -137,10 +204,6 @@ func candidateLayouts(b *testing.B, s *peerSide, events int64) string {
 		"otel_profile_samples", "otel_profile_samples_1m", "otel_profile_samples_1h",
 		"otel_profile_service_samples_1m", "otel_profile_service_samples_1h",
 	} {
-		var create string
-		require.NoError(b, s.conn.QueryRow(ctx, "SELECT create_table_query FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&create))
-		key := orderBy.FindString(create)
-		require.NotEmpty(b, key, create)
 		bucket := "toStartOfHour(Timestamp)"
 		if strings.HasSuffix(table, "_1h") {
 			bucket = "toStartOfDay(Timestamp)"
@@ -152,24 +215,24 @@ func candidateLayouts(b *testing.B, s *peerSide, events int64) string {
 				continue
 			}
 			name := "layout_" + strings.NewReplacer("+", "_").Replace(layout) + "_" + table
-			q := strings.Replace(create, db+"."+table, db+"."+name, 1)
-			// Per-column sizes are kept for wide parts only.
-			q = strings.Replace(q, "SETTINGS ", "SETTINGS min_bytes_for_wide_part = 0, ", 1)
-			from := "SELECT * FROM " + db + "." + table
+			from := ""
 			if dense {
-				q = stackColumn.ReplaceAllString(q, "`StackId` UInt32 CODEC(ZSTD(3))")
 				from = "SELECT t.* REPLACE (d.Id AS StackId) FROM " + db + "." + table + " AS t " +
 					"INNER JOIN " + db + ".layout_stack_ids AS d ON t.StackId = d.StackId"
 			}
-			if bucketed {
-				q = strings.Replace(q, key, strings.Replace(key, "Timestamp, StackId", bucket+", StackId, Timestamp", 1), 1)
-			}
-			exec(q)
-			exec("INSERT INTO " + db + "." + name + " " + from)
-			exec("OPTIMIZE TABLE " + db + "." + name + " FINAL")
-			var column, all int64
-			require.NoError(b, s.conn.QueryRow(ctx, "SELECT toInt64(sum(data_compressed_bytes)) FROM system.columns "+
-				"WHERE database = ? AND table = ? AND name = 'StackId'", db, name).Scan(&column))
+			wideCopy(ctx, b, s, table, name, func(q string) string {
+				if dense {
+					q = stackColumn.ReplaceAllString(q, "`StackId` UInt32 CODEC(ZSTD(3))")
+				}
+				if bucketed {
+					key := orderBy.FindString(q)
+					require.NotEmpty(b, key, q)
+					q = strings.Replace(q, key, strings.Replace(key, "Timestamp, StackId", bucket+", StackId, Timestamp", 1), 1)
+				}
+				return q
+			}, from)
+			column := columnBytes(ctx, b, s, name, "StackId")
+			var all int64
 			require.NoError(b, s.conn.QueryRow(ctx, "SELECT toInt64(sum(bytes_on_disk)) FROM system.parts "+
 				"WHERE database = ? AND table = ? AND active", db, name).Scan(&all))
 			fmt.Fprintf(&sb, "  %s %.2f / %.2f", layout, float64(column)/float64(events), float64(all)/float64(events))

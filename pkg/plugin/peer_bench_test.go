@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,12 +27,15 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/flamehouse/flamehouse/internal/benchmem"
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/internal/pyroscopetest"
 	"github.com/flamehouse/flamehouse/pkg/ingest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 	"github.com/flamehouse/flamehouse/pkg/query"
+	"github.com/flamehouse/flamehouse/pkg/query/flame"
 )
 
 // Peer benchmark knobs and fixed parameters.
@@ -59,86 +62,205 @@ const (
 	// together over its rate: in the dense phase, 32 × 5k rows at some 10k
 	// rows/s on 2 cores, past otelcoltest's 30 s when the machine is shared.
 	peerExporterTimeout = 10 * time.Minute
+	// peerMaxNodes is every measured flame graph's max-nodes: the default
+	// of Grafana's Pyroscope datasource and of ours.
+	peerMaxNodes = 16384
+	// peerTopFunctions is how many of the top functions (by self) the
+	// answers check compares.
+	peerTopFunctions = 20
+	// peerPod is the pod of the filtered queries (every phase has it).
+	peerPod = "checkout-003"
+	// peerCompactTimeout bounds the wait for Pyroscope's compaction of a
+	// phase's data (the dense phase's 6M profiles take tens of minutes on
+	// 2 cores).
+	peerCompactTimeout = 2 * time.Hour
 )
 
-// BenchmarkPeer loads the same eBPF-shaped workloads three ways: into
-// Flamehouse's tables through its in-process ingest, into the same tables
-// through the Flamehouse Collector distribution's flamehouse exporter, and
-// into the contrib ClickHouse exporter's otel_profiles table through a real
-// Collector, all over OTLP/gRPC with acknowledgements that mean committed,
-// with FLAMEHOUSE_PEER_SENDERS requests (default 32) in flight on each
-// path, and prints a side-by-side table of each phase. Each phase loads
-// fresh databases:
+// BenchmarkPeer loads the same eBPF-shaped workloads four ways, over
+// OTLP/gRPC with FLAMEHOUSE_PEER_SENDERS requests (default 32) in flight on
+// each path, and prints a side-by-side table of each phase:
+//
+//   - flamehouse: Flamehouse's in-process ingest into a migrated database;
+//     acknowledged once the rows are committed to ClickHouse;
+//   - collector: the Flamehouse Collector distribution's flamehouse
+//     exporter into the same tables (no sending queue, no retries, so an
+//     acknowledgement means committed);
+//   - exporter: a real Collector with the contrib ClickHouse exporter into
+//     its otel_profiles table (likewise);
+//   - pyroscope: Grafana Pyroscope from ../shared/pyroscope
+//     (pyroscopetest: started once, each phase its own tenant), whose
+//     acknowledgement means that the request's profiles are in a segment
+//     written to its object store (the local filesystem) and that the
+//     segment's metadata is in its metastore (or its dead-letter queue,
+//     from which it is added later): queryable.
+//
+// The phases, each in fresh databases and a Pyroscope tenant of its own:
 //
 //   - sparse: profilegen's DefaultConfig at FLAMEHOUSE_PEER_RATE events/s
 //     (default 10) over FLAMEHOUSE_PEER_HOURS hours (default 24), in
-//     one-minute requests. It compares bytes on disk per event after
-//     OPTIMIZE ... FINAL, ingest throughput, and the datasource's flame
-//     graph and top-table latency over the last hour and the whole range
-//     (p50 of FLAMEHOUSE_PEER_RUNS runs, default 3, with a fresh symbol
-//     cache per query and warm).
+//     one-minute requests;
 //   - dense: DefaultConfig at its real rate (10k events/s) over
-//     FLAMEHOUSE_PEER_DENSE_SECONDS seconds (default 600), in 5 s reports
-//     as the workload's profilers send them: one per node of 10 pods. It
-//     compares bytes on disk per event and ingest throughput.
+//     FLAMEHOUSE_PEER_DENSE_SECONDS seconds (default 600) in 5 s reports,
+//     one per node of 10 pods;
+//   - cluster: the W-cluster workload (profilegen.WCluster: 100 nodes of
+//     40 processes, 25.6k events/s) over FLAMEHOUSE_PEER_CLUSTER_SECONDS
+//     seconds (default 60) in 5 s node reports;
+//   - agent: one host's profiler (profilegen.Agent: 20 processes, 40
+//     events/s) over FLAMEHOUSE_PEER_AGENT_MINUTES minutes (default 60) in
+//     5 s reports of the whole host.
 //
-// Query latency is measured on the ingest's and the exporter's tables (the
-// Collector path writes the ingest's tables). In either phase every path
-// must return the workload's CPU time, computed from the requests, as the
-// whole range's flame graph root.
+// For each phase and system it measures events per second from the first
+// send to the last acknowledgement; bytes on disk per event once each has
+// merged what it will (Flamehouse's tables, every one, after OPTIMIZE
+// ... FINAL; Pyroscope's blocks once compacted to the last level, see
+// pyroscopetest.Compact); the peak heap per request in flight of the
+// ingest and of Pyroscope; and flame graph latency (p50 of
+// FLAMEHOUSE_PEER_RUNS runs, default 3) over the last 1 h, 24 h and 7 d of
+// the service, alone and filtered by a pod, with max-nodes 16384, through
+// each system's own query API: the datasource's QueryData for Flamehouse
+// (and for the exporter's table in the sparse phase), Pyroscope's
+// SelectMergeStacktraces over connect. Cold is, for the datasource, a
+// fresh symbol cache every run; for Pyroscope, the first run of a query.
+//
+// Answers must agree, or the benchmark fails: every system's flame graph
+// root over a phase's range is the workload's CPU time computed from the
+// requests, every measured flame graph's root is the same in each system,
+// and the top functions by self (labels, self and total values) of
+// Flamehouse's top table and of Pyroscope's merged profile are the same
+// (peerAnswersAgree).
 func BenchmarkPeer(b *testing.B) {
 	chtest.Get(b) // skips under -short before generating anything
-	sparse := runPeerPhase(b, newPeerWorkload(b))
-	dense := runPeerPhase(b, newDenseWorkload(b, sparse.w))
-	for _, s := range dense.sides() {
-		root := s.flameRoot(b, dense.w.start, dense.w.queryTo)
-		s.roots = map[string]int64{"flame-" + dense.w.allName(): root}
-		require.Equal(b, dense.load.cpuNanos, root, "%s: the dense phase's flame graph root is its CPU time", s.name)
+	pyro := pyroscopetest.Start(b, pyroscopetest.Options{Tenants: true})
+	sparse := newPeerWorkload(b)
+	selected := peerPhaseNames(b)
+	var phases []*peerPhase
+	for _, w := range []*peerWorkload{sparse, newDenseWorkload(b, sparse), newClusterWorkload(b, sparse), newAgentWorkload(b, sparse)} {
+		if !selected[w.name] {
+			continue
+		}
+		p := runPeerPhase(b, w, pyro)
+		p.checkAnswers(b)
+		phases = append(phases, p)
 	}
 	for b.Loop() {
-		for _, s := range sparse.querySides() {
-			s.runQueries(b, sparse.w)
+		for _, p := range phases {
+			for _, s := range p.querySides() {
+				s.runQueries(b, p.w)
+			}
 		}
 	}
-	all := "flame-" + sparse.w.allName()
-	sparse.collector.roots = map[string]int64{all: sparse.collector.flameRoot(b, sparse.w.start, sparse.w.queryTo)}
-	for _, s := range sparse.sides() {
-		require.Equal(b, sparse.load.cpuNanos, s.roots[all], "%s: the whole range's flame graph root is the workload's CPU time", s.name)
+	for _, p := range phases {
+		p.checkQueryRoots(b)
 	}
-	report := peerReport{sparse: sparse, dense: dense}
+	report := peerReport{phases: phases, pyroscopeMeta: dirBytes(b, filepath.Join(pyro.Dir, "data"))}
 	report.metrics(b)
 	fmt.Print(report.String())
 }
 
+// peerPhaseNames are the phases FLAMEHOUSE_PEER_PHASES names (a comma
+// list; default all four).
+func peerPhaseNames(b *testing.B) map[string]bool {
+	b.Helper()
+	all := []string{"sparse", "dense", "cluster", "agent"}
+	names := all
+	if v := os.Getenv("FLAMEHOUSE_PEER_PHASES"); v != "" {
+		names = strings.Split(v, ",")
+	}
+	selected := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		require.Contains(b, all, n, "FLAMEHOUSE_PEER_PHASES")
+		selected[n] = true
+	}
+	return selected
+}
+
 // peerPhase is one workload loaded into fresh databases by each path.
 type peerPhase struct {
-	w                         *peerWorkload
-	load                      *peerLoad
-	ours, collector, exporter *peerSide
+	w                                    *peerWorkload
+	load                                 *peerLoad
+	ours, collector, exporter, pyroscope *peerSide
+	floor                                peerFloor
+	top                                  map[string][]flame.Function // by side name
 }
 
 // runPeerPhase generates a workload, loads it into a freshly migrated
 // Flamehouse database, through the Flamehouse Collector distribution into
-// a new database (its exporter creates the schema) and through a contrib
-// Collector into a fresh exporter database, and measures each on disk.
-func runPeerPhase(b *testing.B, w *peerWorkload) *peerPhase {
+// a new database (its exporter creates the schema), through a contrib
+// Collector into a fresh exporter database and into a Pyroscope tenant of
+// its own, and measures each on disk.
+func runPeerPhase(b *testing.B, w *peerWorkload, pyro *pyroscopetest.Server) *peerPhase {
 	b.Helper()
-	p := &peerPhase{w: w, load: w.generate(b), ours: newOursSide(b), collector: newCollectorSide(b), exporter: newExporterSide(b)}
+	p := &peerPhase{
+		w: w, load: w.generate(b), ours: newOursSide(b), collector: newCollectorSide(b), exporter: newExporterSide(b),
+		pyroscope: newPyroscopeSide(pyro, "peer-"+w.name),
+	}
 	for _, s := range p.sides() { // one heavy job at a time
 		s.load(b, p.load, w.senders)
-		s.measureDisk(b)
+		s.measureDisk(b, w)
 	}
+	p.floor = informationFloor(b, p.ours, p.load.events)
 	return p
 }
 
-func (p *peerPhase) sides() []*peerSide { return []*peerSide{p.ours, p.collector, p.exporter} }
+func (p *peerPhase) sides() []*peerSide {
+	return []*peerSide{p.ours, p.collector, p.exporter, p.pyroscope}
+}
 
-// querySides are the sides whose query latency is measured: one per schema.
-func (p *peerPhase) querySides() []*peerSide { return []*peerSide{p.ours, p.exporter} }
+// querySides are the sides whose query latency is measured: Flamehouse's
+// tables (the Collector path writes the same ones), Pyroscope, and the
+// exporter's table in the sparse phase.
+func (p *peerPhase) querySides() []*peerSide {
+	if p.w.name == "sparse" {
+		return []*peerSide{p.ours, p.exporter, p.pyroscope}
+	}
+	return []*peerSide{p.ours, p.pyroscope}
+}
+
+// checkAnswers requires every side's flame graph root over the phase's
+// range to be the workload's CPU time, and Flamehouse's and Pyroscope's
+// top functions over it to agree.
+func (p *peerPhase) checkAnswers(b *testing.B) {
+	b.Helper()
+	all := peerQuery{name: "flame-" + p.w.allName(), kind: query.TypeProfile, from: p.w.start}
+	for _, s := range p.sides() {
+		root := s.flameRoot(b, all, p.w.queryTo)
+		s.roots = map[string]int64{all.name: root}
+		require.Equal(b, p.load.cpuNanos, root, "%s %s: the flame graph root over the whole range is the workload's CPU time", p.w.name, s.name)
+	}
+	p.top = map[string][]flame.Function{
+		p.ours.name:      p.ours.topFunctions(b, p.w.start, p.w.queryTo),
+		p.pyroscope.name: p.pyroscope.topFunctions(b, p.w.start, p.w.queryTo),
+	}
+	// Pyroscope keeps no frame kinds: it names a kernel frame bare where
+	// the datasource marks it ("do_syscall_64 [kernel]"), so our labels
+	// are compared without the marks (as the Pyroscope API's parity test
+	// compares them).
+	ours := peerAnswers{root: p.ours.roots[all.name], top: withoutMarks(p.top[p.ours.name])}
+	theirs := peerAnswers{root: p.pyroscope.roots[all.name], top: p.top[p.pyroscope.name]}
+	require.NoError(b, peerAnswersAgree(ours, theirs), "%s: Flamehouse's and Pyroscope's answers over the whole range", p.w.name)
+}
+
+// checkQueryRoots requires every measured flame graph (each range, with and
+// without the pod filter) to have the same root in every system that ran
+// it.
+func (p *peerPhase) checkQueryRoots(b *testing.B) {
+	b.Helper()
+	for _, q := range p.w.queries() {
+		if q.kind != query.TypeProfile {
+			continue
+		}
+		want := p.ours.roots[q.name]
+		require.Positive(b, want, "%s %s: flamehouse's root", p.w.name, q.name)
+		for _, s := range p.querySides()[1:] {
+			require.Equal(b, want, s.roots[q.name], "%s %s: %s's flame graph root is flamehouse's", p.w.name, q.name, s.name)
+		}
+	}
+}
 
 // peerWorkload is one phase's data set and query ranges.
 type peerWorkload struct {
-	name           string // "sparse" or "dense"
+	name           string // "sparse", "dense", "cluster" or "agent"
 	cfg            profilegen.Config
 	span           time.Duration // end - start
 	podsPerRequest int           // a report's pods per request
@@ -159,13 +281,7 @@ func newPeerWorkload(b *testing.B) *peerWorkload {
 	hours := benchEnv(b, "FLAMEHOUSE_PEER_HOURS", 24)
 	events := int(float64(cfg.SamplesPerSecond) * cfg.ReportInterval.Seconds())
 	groups := (events + peerMaxEventsPerRequest - 1) / peerMaxEventsPerRequest
-	end := time.Now().UTC().Truncate(time.Minute)
-	span := time.Duration(hours) * time.Hour
-	return &peerWorkload{
-		name: "sparse", cfg: cfg, span: span, podsPerRequest: (cfg.Pods + groups - 1) / groups,
-		runs: benchEnv(b, "FLAMEHOUSE_PEER_RUNS", 3), senders: benchEnv(b, "FLAMEHOUSE_PEER_SENDERS", 32),
-		start: end.Add(-span), end: end, queryTo: end.Add(17 * time.Second),
-	}
+	return newWorkload(b, "sparse", cfg, time.Duration(hours)*time.Hour, (cfg.Pods+groups-1)/groups, nil)
 }
 
 // newDenseWorkload is the dense phase: DefaultConfig as it is (10k
@@ -177,20 +293,53 @@ func newPeerWorkload(b *testing.B) *peerWorkload {
 func newDenseWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 	b.Helper()
 	cfg := profilegen.DefaultConfig()
-	seconds := benchEnv(b, "FLAMEHOUSE_PEER_DENSE_SECONDS", 600)
-	span := time.Duration(seconds) * time.Second
-	require.Zero(b, span%cfg.ReportInterval, "FLAMEHOUSE_PEER_DENSE_SECONDS must be a multiple of the report interval, %s", cfg.ReportInterval)
+	span := time.Duration(benchEnv(b, "FLAMEHOUSE_PEER_DENSE_SECONDS", 600)) * time.Second
+	return newWorkload(b, "dense", cfg, span, cfg.Pods/peerDenseNodes, sparse)
+}
+
+// newClusterWorkload is the W-cluster phase: every node's 5 s report of its
+// 40 processes over FLAMEHOUSE_PEER_CLUSTER_SECONDS seconds.
+func newClusterWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
+	b.Helper()
+	span := time.Duration(benchEnv(b, "FLAMEHOUSE_PEER_CLUSTER_SECONDS", 60)) * time.Second
+	return newWorkload(b, "cluster", profilegen.WCluster(), span, profilegen.WClusterPodsPerNode, sparse)
+}
+
+// newAgentWorkload is one host's profiler: a 5 s report of the whole host
+// at 40 events/s over FLAMEHOUSE_PEER_AGENT_MINUTES minutes.
+func newAgentWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
+	b.Helper()
+	cfg := profilegen.Agent()
+	span := time.Duration(benchEnv(b, "FLAMEHOUSE_PEER_AGENT_MINUTES", 60)) * time.Minute
+	return newWorkload(b, "agent", cfg, span, cfg.Pods, sparse)
+}
+
+// newWorkload is a phase of span ending now (at a report boundary), with
+// the sparse phase's runs and senders (like is nil for the sparse phase
+// itself).
+func newWorkload(b *testing.B, name string, cfg profilegen.Config, span time.Duration, podsPerRequest int, like *peerWorkload) *peerWorkload {
+	b.Helper()
+	require.Zero(b, span%cfg.ReportInterval, "%s: the span must be a multiple of the report interval, %s", name, cfg.ReportInterval)
 	end := time.Now().UTC().Truncate(cfg.ReportInterval)
-	return &peerWorkload{
-		name: "dense", cfg: cfg, span: span, podsPerRequest: cfg.Pods / peerDenseNodes, runs: sparse.runs, senders: sparse.senders,
+	w := &peerWorkload{
+		name: name, cfg: cfg, span: span, podsPerRequest: podsPerRequest,
 		start: end.Add(-span), end: end, queryTo: end.Add(17 * time.Second),
 	}
+	if like == nil {
+		w.runs, w.senders = benchEnv(b, "FLAMEHOUSE_PEER_RUNS", 3), benchEnv(b, "FLAMEHOUSE_PEER_SENDERS", 32)
+	} else {
+		w.runs, w.senders = like.runs, like.senders
+	}
+	return w
 }
 
 // spanName is the data's time span: "24h", "120s".
 func (w *peerWorkload) spanName() string {
 	if w.span%time.Hour == 0 {
 		return fmt.Sprintf("%dh", w.span/time.Hour)
+	}
+	if w.span%time.Minute == 0 {
+		return fmt.Sprintf("%dm", w.span/time.Minute)
 	}
 	return fmt.Sprintf("%ds", w.span/time.Second)
 }
@@ -208,8 +357,11 @@ type peerLoad struct {
 	took     time.Duration
 }
 
+// meanBody is the mean marshaled request size.
+func (l *peerLoad) meanBody() float64 { return float64(l.payload) / float64(l.requests) }
+
 // generate writes the workload's requests to a file, each prefixed by its
-// length, so that both paths send the same bytes and the senders do not
+// length, so that every path gets the same bytes and the senders do not
 // pay for generating them.
 func (w *peerWorkload) generate(b *testing.B) *peerLoad {
 	b.Helper()
@@ -277,40 +429,30 @@ func countRequest(req *collectorpb.ExportProfilesServiceRequest) requestStats {
 	return st
 }
 
-// bodies streams the request file's bodies into a channel.
-func (l *peerLoad) bodies(ctx context.Context, buffer int) (<-chan []byte, <-chan error) {
-	out, errc := make(chan []byte, buffer), make(chan error, 1)
+// bodies maps the request file outside the Go heap (so that the senders'
+// bodies do not count in the ingest's heap) and streams its bodies, slices
+// of the mapping, into a channel; the returned function releases the
+// mapping once the senders are done.
+func (l *peerLoad) bodies(ctx context.Context) (bodies <-chan []byte, release func() error, err error) {
+	data, release, err := benchmem.MapFile(l.file)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make(chan []byte)
 	go func() {
 		defer close(out)
-		errc <- readBodies(ctx, l.file, out)
+		for len(data) >= 4 {
+			n := int(binary.LittleEndian.Uint32(data))
+			body := data[4 : 4+n : 4+n]
+			data = data[4+n:]
+			select {
+			case out <- body:
+			case <-ctx.Done():
+				return
+			}
+		}
 	}()
-	return out, errc
-}
-
-func readBodies(ctx context.Context, file string, out chan<- []byte) error {
-	f, err := os.Open(file)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Close() }()
-	in := bufio.NewReaderSize(f, 1<<20)
-	for {
-		var n uint32
-		if err := binary.Read(in, binary.LittleEndian, &n); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("read the request file: %w", err)
-		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(in, body); err != nil {
-			return fmt.Errorf("read the request file: %w", err)
-		}
-		select {
-		case out <- body:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return out, release, nil
 }
 
 // exportMethod is ProfilesService/Export's full gRPC method name.
@@ -332,26 +474,45 @@ func (rawCodec) Unmarshal(data []byte, v any) error {
 
 func (rawCodec) Name() string { return "proto" }
 
-// peerSide is one schema: where its data goes and what was measured.
+// peerSide is one system: where its data goes and what was measured.
 type peerSide struct {
 	name string
 	addr string // OTLP/gRPC endpoint
-	db   string
-	// table limits the disk measurement to one table ("": every table of
-	// the database).
+
+	// A ClickHouse side: its database, and the one table that the disk
+	// measurement is limited to ("": every table of the database); a
+	// datasource on it.
+	db    string
 	table string
 	conn  clickhouse.Conn
 	f     *fixture
 
+	// A Pyroscope side: the server and the phase's tenant.
+	pyro   *pyroscopetest.Server
+	tenant string
+	blocks []pyroscopetest.Block
+
+	// heap reads the heap of the process that ingests (nil: not
+	// measured), every heapEvery while loading; settle, where the process
+	// is this one, collects its garbage, so that the heap it keeps after
+	// the load (caches of stacks, frames and series) can be told from what
+	// the requests in flight took.
+	heap      func() (uint64, error)
+	heapEvery time.Duration
+	settle    func()
+
 	loadTook, optimizeTook time.Duration
-	rows                   int64 // sample rows stored
+	heapGrowth             uint64 // peak heap in use while loading, above its level before
+	heapKept               uint64 // heap in use after the load (settled), above its level before
+	rows                   int64  // sample rows stored
 	disk                   []tableDisk
 	lat                    map[string][]time.Duration
 	roots                  map[string]int64
 }
 
 // newOursSide is Flamehouse's ingest with production defaults (batching,
-// flush interval) on a migrated database, and a datasource on it.
+// flush interval) on a migrated database, and a datasource on it; its
+// heap is this process's (the senders' bodies are outside the Go heap).
 func newOursSide(b *testing.B) *peerSide {
 	b.Helper()
 	conn, tables := migrated(b)
@@ -366,7 +527,8 @@ func newOursSide(b *testing.B) *peerSide {
 	settings["profiles"].(map[string]any)["schema"] = "flamehouse" // built by embeddedSettings
 	return &peerSide{
 		name: "flamehouse", addr: in.GRPCAddress(), db: tables.Database, conn: conn,
-		f: &fixture{ds: instance(b, settings, nil), ingest: in},
+		f:    &fixture{ds: instance(b, settings, nil), ingest: in},
+		heap: benchmem.GoHeapInuse, heapEvery: 20 * time.Millisecond, settle: func() { runtime.GC(); runtime.GC() },
 	}
 }
 
@@ -428,18 +590,39 @@ func newExporterSide(b *testing.B) *peerSide {
 	}
 }
 
+// newPyroscopeSide is a tenant of the Pyroscope server; its heap is the
+// server's, read from its metrics.
+func newPyroscopeSide(srv *pyroscopetest.Server, tenant string) *peerSide {
+	return &peerSide{
+		name: "pyroscope", addr: srv.HTTPAddr, pyro: srv, tenant: tenant,
+		heap: func() (uint64, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return srv.HeapInuse(ctx)
+		},
+		heapEvery: 200 * time.Millisecond,
+	}
+}
+
 // load sends every request with senders in flight and times it until the
-// last acknowledgement.
+// last acknowledgement, sampling the ingesting process's heap meanwhile.
 func (s *peerSide) load(b *testing.B, l *peerLoad, senders int) {
 	b.Helper()
 	cc, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20), grpc.ForceCodec(rawCodec{})))
 	require.NoError(b, err)
 	defer func() { _ = cc.Close() }()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(pyroscopetest.OutgoingTenant(context.Background(), s.tenant))
 	defer cancel()
+	var peak *benchmem.Peak
+	if s.heap != nil {
+		runtime.GC()
+		peak, err = benchmem.Start(s.heap, s.heapEvery)
+		require.NoError(b, err, "%s: read the heap", s.name)
+	}
 	t0 := time.Now()
-	bodies, readErr := l.bodies(ctx, senders)
+	bodies, release, err := l.bodies(ctx)
+	require.NoError(b, err)
 	var wg sync.WaitGroup
 	errs := make(chan error, senders)
 	for range senders {
@@ -459,7 +642,17 @@ func (s *peerSide) load(b *testing.B, l *peerLoad, senders int) {
 	for err := range errs {
 		require.NoError(b, err, "%s: export", s.name)
 	}
-	require.NoError(b, <-readErr)
+	require.NoError(b, release())
+	if peak != nil {
+		s.heapGrowth, err = peak.Stop()
+		require.NoError(b, err, "%s: read the heap", s.name)
+		if s.settle != nil {
+			s.settle()
+			after, err := s.heap()
+			require.NoError(b, err, "%s: read the heap", s.name)
+			s.heapKept = after - min(after, peak.Base())
+		}
+	}
 }
 
 // export sends one pre-marshaled request and fails on a partial success.
@@ -474,16 +667,21 @@ func export(ctx context.Context, cc *grpc.ClientConn, body []byte) error {
 	return nil
 }
 
-// tableDisk is one table's active parts.
+// tableDisk is one table's active parts, or one Pyroscope block.
 type tableDisk struct {
 	table              string
 	rows, bytes, plain int64 // rows, bytes on disk, uncompressed bytes
 }
 
-// measureDisk merges every table of the side (OPTIMIZE TABLE ... FINAL)
-// and reads its active parts' size from system.parts.
-func (s *peerSide) measureDisk(b *testing.B) {
+// measureDisk merges what the side stored and measures it: a ClickHouse
+// side's tables after OPTIMIZE TABLE ... FINAL, from system.parts; a
+// Pyroscope side's blocks of the phase once compacted to the last level.
+func (s *peerSide) measureDisk(b *testing.B, w *peerWorkload) {
 	b.Helper()
+	if s.pyro != nil {
+		s.measureBlocks(b, w)
+		return
+	}
 	ctx := context.Background()
 	tables := []string{s.table}
 	if s.table == "" {
@@ -509,7 +707,27 @@ func (s *peerSide) measureDisk(b *testing.B) {
 	require.NoError(b, rows.Err())
 }
 
-// diskBytes is the side's bytes on disk in all measured tables.
+// measureBlocks waits for Pyroscope to compact the phase's data to the
+// last level and measures its blocks' objects on disk: their size must be
+// what the metastore records.
+func (s *peerSide) measureBlocks(b *testing.B, w *peerWorkload) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), peerCompactTimeout)
+	defer cancel()
+	t0 := time.Now()
+	blocks, err := s.pyro.Compact(ctx, s.tenant, `{service_name="checkout"}`, w.start, w.end)
+	require.NoError(b, err, "pyroscope %s: compact", w.name)
+	s.optimizeTook = time.Since(t0)
+	s.blocks = blocks
+	for _, blk := range blocks {
+		fi, err := os.Stat(blk.Path)
+		require.NoError(b, err, "pyroscope %s: block %s", w.name, blk.ID)
+		require.Equal(b, int64(blk.Size), fi.Size(), "pyroscope %s: block %s on disk is what the metastore records", w.name, blk.ID)
+		s.disk = append(s.disk, tableDisk{table: fmt.Sprintf("block %s (level %d)", blk.ID, blk.Level), rows: 1, bytes: fi.Size()})
+	}
+}
+
+// diskBytes is the side's bytes on disk in all measured tables or blocks.
 func (s *peerSide) diskBytes() int64 {
 	var n int64
 	for _, d := range s.disk {
@@ -518,66 +736,127 @@ func (s *peerSide) diskBytes() int64 {
 	return n
 }
 
+// dirBytes is the size of the files under dir.
+func dirBytes(b *testing.B, dir string) int64 {
+	b.Helper()
+	var n int64
+	require.NoError(b, filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) { // deleted meanwhile
+				return nil
+			}
+			return err
+		}
+		n += fi.Size()
+		return nil
+	}))
+	return n
+}
+
 // peerQuery is one measured query.
 type peerQuery struct {
 	name, kind string
 	from       time.Time
+	pod        bool // filtered by the pod label
+	limit      int  // a table's rows (0: the datasource's default)
 }
 
 // allName names the whole range ("whole-24h" by default).
 func (w *peerWorkload) allName() string { return "whole-" + w.spanName() }
 
+// queries are the measured queries: flame graphs over the last 1 h, 24 h
+// and 7 d of the service, alone and filtered by a pod, and the top table
+// over the last 1 h and 24 h (not on Pyroscope, which has no such query).
 func (w *peerWorkload) queries() []peerQuery {
-	return []peerQuery{
-		{"flame-last-1h", query.TypeProfile, w.queryTo.Add(-time.Hour)},
-		{"table-last-1h", query.TypeTable, w.queryTo.Add(-time.Hour)},
-		{"flame-" + w.allName(), query.TypeProfile, w.start},
-		{"table-" + w.allName(), query.TypeTable, w.start},
+	var qs []peerQuery
+	for _, r := range []struct {
+		name string
+		span time.Duration
+	}{{"1h", time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}} {
+		qs = append(qs,
+			peerQuery{name: "flame-" + r.name, kind: query.TypeProfile, from: w.end.Add(-r.span)},
+			peerQuery{name: "flame-" + r.name + "-pod", kind: query.TypeProfile, from: w.end.Add(-r.span), pod: true})
 	}
+	return append(qs,
+		peerQuery{name: "table-1h", kind: query.TypeTable, from: w.end.Add(-time.Hour)},
+		peerQuery{name: "table-24h", kind: query.TypeTable, from: w.end.Add(-24 * time.Hour)})
 }
 
-// runQueries times each query runs times with a fresh symbol cache
-// ("-cold") and then with the cache the previous run filled.
+// runQueries times each query: on a ClickHouse side runs times with a
+// fresh symbol cache ("-cold") and runs times with the cache the previous
+// run filled; on Pyroscope once ("-cold", its first run of the query) and
+// then runs times. It keeps each flame graph's root.
 func (s *peerSide) runQueries(b *testing.B, w *peerWorkload) {
 	b.Helper()
-	s.lat, s.roots = map[string][]time.Duration{}, map[string]int64{}
+	s.lat = map[string][]time.Duration{}
+	if s.roots == nil {
+		s.roots = map[string]int64{}
+	}
 	for _, q := range w.queries() {
-		js := peerQueryJSON(q.kind)
+		if s.pyro != nil && q.kind != query.TypeProfile {
+			continue
+		}
 		for _, warm := range []bool{false, true} {
-			name := q.name
+			name, runs := q.name, w.runs
 			if !warm {
 				name += "-cold"
+				if s.pyro != nil {
+					runs = 1
+				}
 			}
-			for range w.runs {
-				if !warm {
+			for range runs {
+				if !warm && s.f != nil {
 					s.f.ds.symbols = query.NewSymbols(cachedFrameIDs, cachedLabels)
 				}
 				t0 := time.Now()
-				r := s.f.query(b, js, q.from, w.queryTo)
+				root := s.queryOnce(b, q, w.queryTo)
 				s.lat[name] = append(s.lat[name], time.Since(t0))
-				require.NoError(b, r.Error, "%s %s", s.name, name)
-				require.Positive(b, r.Frames[0].Rows(), "%s %s", s.name, name)
 				if q.kind == query.TypeProfile {
-					s.roots[q.name] = flameRootValue(r)
+					s.roots[q.name] = root
 				}
 			}
 		}
 	}
 }
 
-// peerQueryJSON is the measured query of a kind.
-func peerQueryJSON(kind string) map[string]any {
-	return map[string]any{"queryType": kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
+// queryOnce runs a query and returns its flame graph's root (0 for a
+// table).
+func (s *peerSide) queryOnce(b *testing.B, q peerQuery, to time.Time) int64 {
+	b.Helper()
+	if s.pyro != nil {
+		return s.pyroscopeFlameRoot(b, q, to)
+	}
+	r := s.f.query(b, peerQueryJSON(q), q.from, to)
+	require.NoError(b, r.Error, "%s %s", s.name, q.name)
+	require.Positive(b, r.Frames[0].Rows(), "%s %s", s.name, q.name)
+	if q.kind == query.TypeProfile {
+		return flameRootValue(r)
+	}
+	return 0
 }
 
-// flameRoot runs the flame graph query over [from, to) once and returns
+// peerQueryJSON is a measured query for the datasource.
+func peerQueryJSON(q peerQuery) map[string]any {
+	selector := `{service_name="checkout"}`
+	if q.pod {
+		selector = `{service_name="checkout", k8s_pod_name="` + peerPod + `"}`
+	}
+	js := map[string]any{"queryType": q.kind, "profileTypeId": cpuType, "labelSelector": selector, "maxNodes": peerMaxNodes}
+	if q.limit > 0 {
+		js["limit"] = q.limit
+	}
+	return js
+}
+
+// flameRoot runs a flame graph query over [q.from, to) once and returns
 // its root's value.
-func (s *peerSide) flameRoot(b *testing.B, from, to time.Time) int64 {
+func (s *peerSide) flameRoot(b *testing.B, q peerQuery, to time.Time) int64 {
 	b.Helper()
-	r := s.f.query(b, peerQueryJSON(query.TypeProfile), from, to)
-	require.NoError(b, r.Error, "%s flame graph", s.name)
-	require.Positive(b, r.Frames[0].Rows(), "%s flame graph", s.name)
-	return flameRootValue(r)
+	return s.queryOnce(b, q, to)
 }
 
 // flameRootValue is a flame graph response's root value.
@@ -586,9 +865,33 @@ func flameRootValue(r backend.DataResponse) int64 {
 	return v.(int64) // the value field is int64
 }
 
-// p50 is a query's median time in milliseconds.
+// topFunctions is the side's top functions by self over [from, to): the
+// datasource's top table, or Pyroscope's merged profile labelled as the
+// datasource labels frames.
+func (s *peerSide) topFunctions(b *testing.B, from, to time.Time) []flame.Function {
+	b.Helper()
+	if s.pyro != nil {
+		return s.pyroscopeTop(b, from, to)
+	}
+	r := s.f.query(b, peerQueryJSON(peerQuery{kind: query.TypeTable, limit: peerTopFunctions}), from, to)
+	require.NoError(b, r.Error, "%s top table", s.name)
+	fr := r.Frames[0]
+	fns := make([]flame.Function, fr.Rows())
+	for i := range fns {
+		label, _ := fr.Fields[0].ConcreteAt(i)
+		self, _ := fr.Fields[1].ConcreteAt(i)
+		total, _ := fr.Fields[2].ConcreteAt(i)
+		fns[i] = flame.Function{Label: label.(string), Self: self.(int64), Total: total.(int64)} // TableFrame's field types
+	}
+	return fns
+}
+
+// p50 is a query's median time in milliseconds (NaN when not measured).
 func (s *peerSide) p50(name string) float64 {
 	d := slices.Clone(s.lat[name])
+	if len(d) == 0 {
+		return nan
+	}
 	slices.Sort(d)
 	return float64(d[len(d)/2].Microseconds()) / 1000
 }
@@ -599,122 +902,12 @@ func (s *peerSide) throughput(l *peerLoad) float64 {
 	return float64(l.events) / s.loadTook.Seconds()
 }
 
-// peerReport renders the comparison.
-type peerReport struct {
-	sparse, dense *peerPhase
-}
-
-// metrics reports the comparison as benchmark metrics: each phase's bytes
-// per event, ingest throughput and data volume, prefixed with its name, and
-// the sparse phase's query latency.
-func (r *peerReport) metrics(b *testing.B) {
-	b.Helper()
-	for _, p := range []*peerPhase{r.sparse, r.dense} {
-		events := float64(p.load.events)
-		for _, s := range p.sides() {
-			b.ReportMetric(float64(s.diskBytes())/events, p.w.name+"-"+s.name+"-bytes/event")
-			b.ReportMetric(s.throughput(p.load), p.w.name+"-"+s.name+"-events/s")
-		}
-		b.ReportMetric(float64(p.exporter.diskBytes())/float64(p.ours.diskBytes()), p.w.name+"-bytes-ratio")
-		b.ReportMetric(p.collector.throughput(p.load)/p.exporter.throughput(p.load), p.w.name+"-collector/exporter-events")
-		b.ReportMetric(p.collector.throughput(p.load)/p.ours.throughput(p.load), p.w.name+"-collector/flamehouse-events")
-		b.ReportMetric(events, p.w.name+"-events")
-		b.ReportMetric(float64(p.load.samples), p.w.name+"-exporter-rows")
+// heapPerRequest is the peak heap growth while loading, less what stays
+// after it (heapKept: 0 where the heap cannot be settled), per request in
+// flight, in multiples of the mean request (NaN when not measured).
+func (s *peerSide) heapPerRequest(l *peerLoad, senders int) float64 {
+	if s.heap == nil {
+		return nan
 	}
-	w := r.sparse.w
-	all := "flame-" + w.allName()
-	for _, s := range r.sparse.querySides() {
-		b.ReportMetric(s.p50(all+"-cold"), s.name+"-"+all+"-ms")
-		b.ReportMetric(s.p50("flame-last-1h-cold"), s.name+"-flame-last-1h-ms")
-	}
-	b.ReportMetric(r.sparse.exporter.p50(all+"-cold")/r.sparse.ours.p50(all+"-cold"), all+"-ratio")
-}
-
-// String is the side-by-side tables, one per phase.
-func (r *peerReport) String() string {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "\nPeer benchmark: Flamehouse tables (ingest; Flamehouse Collector) vs the exporter's otel_profiles\n")
-	fmt.Fprintf(&sb, "loading: %d requests in flight on each path, fresh databases per phase; queries (sparse, one per schema): p50 of %d runs\n",
-		r.sparse.w.senders, r.sparse.w.runs)
-	r.sparse.table(&sb, func(row func(string, float64, float64, float64)) {
-		o, c, e, w := r.sparse.ours, r.sparse.collector, r.sparse.exporter, r.sparse.w
-		for _, q := range w.queries() {
-			for _, suffix := range []string{"-cold", ""} {
-				row("p50 ms "+q.name+suffix, o.p50(q.name+suffix), math.NaN(), e.p50(q.name+suffix))
-			}
-		}
-		for _, q := range w.queries() {
-			if q.kind == query.TypeProfile {
-				cr := math.NaN()
-				if v, ok := c.roots[q.name]; ok {
-					cr = float64(v) / 1e9
-				}
-				row("root "+q.name+" (CPU s)", float64(o.roots[q.name])/1e9, cr, float64(e.roots[q.name])/1e9)
-			}
-		}
-	})
-	r.dense.table(&sb, func(row func(string, float64, float64, float64)) {
-		name := "flame-" + r.dense.w.allName()
-		d := r.dense
-		row("root "+name+" (CPU s)", float64(d.ours.roots[name])/1e9, float64(d.collector.roots[name])/1e9, float64(d.exporter.roots[name])/1e9)
-	})
-	return sb.String()
-}
-
-// table writes a phase's workload, its side-by-side table (more adds the
-// phase's own rows) and its parts. The ratios compare the exporter and the
-// Collector path with Flamehouse's ingest.
-func (p *peerPhase) table(sb *strings.Builder, more func(row func(string, float64, float64, float64))) {
-	w, l, o, c, e := p.w, p.load, p.ours, p.collector, p.exporter
-	fmt.Fprintf(sb, "\n%s: %s at %d events/s (profilegen DefaultConfig: %d pods, %d stacks), %s requests of %d pods\n",
-		w.name, w.spanName(), w.cfg.SamplesPerSecond, w.cfg.Pods, w.cfg.Stacks, w.cfg.ReportInterval, w.podsPerRequest)
-	fmt.Fprintf(sb, "data: %d events in %d OTLP samples (the exporter's rows), %d requests (largest %.2f MiB), %.1f MB marshaled, CPU time %s; generated in %s\n\n",
-		l.events, l.samples, l.requests, float64(l.maxBody)/(1<<20), float64(l.payload)/1e6, time.Duration(l.cpuNanos), l.took.Round(time.Second))
-	cell := func(v float64) string {
-		if math.IsNaN(v) {
-			return fmt.Sprintf("%14s", "-")
-		}
-		return fmt.Sprintf("%14.*f", prec(v), v)
-	}
-	ratioCell := func(a, b float64) string {
-		if math.IsNaN(a) || math.IsNaN(b) {
-			return fmt.Sprintf("%10s", "-")
-		}
-		return fmt.Sprintf("%10.2f", ratio(a, b))
-	}
-	row := func(label string, fh, col, exp float64) {
-		fmt.Fprintf(sb, "%-34s %s %s %s %s %s\n", label, cell(fh), cell(col), cell(exp), ratioCell(exp, fh), ratioCell(col, fh))
-	}
-	fmt.Fprintf(sb, "%-34s %14s %14s %14s %10s %10s\n", w.name+" "+w.spanName(), "flamehouse", "collector", "exporter", "exp/fh", "col/fh")
-	row("sample rows stored", float64(o.rows), float64(c.rows), float64(e.rows))
-	row("bytes on disk (MB)", float64(o.diskBytes())/1e6, float64(c.diskBytes())/1e6, float64(e.diskBytes())/1e6)
-	row("bytes on disk per event", float64(o.diskBytes())/float64(l.events), float64(c.diskBytes())/float64(l.events), float64(e.diskBytes())/float64(l.events))
-	row("ingest: load time (s)", o.loadTook.Seconds(), c.loadTook.Seconds(), e.loadTook.Seconds())
-	row("ingest: events/s until acked", o.throughput(l), c.throughput(l), e.throughput(l))
-	row("OPTIMIZE ... FINAL (s)", o.optimizeTook.Seconds(), c.optimizeTook.Seconds(), e.optimizeTook.Seconds())
-	more(row)
-	fmt.Fprintf(sb, "collector events/s: %.2f× the exporter's, %.2f× the ingest's\n", ratio(c.throughput(l), e.throughput(l)), ratio(c.throughput(l), o.throughput(l)))
-	fmt.Fprintf(sb, "\nparts after OPTIMIZE ... FINAL (%s %s):\n", w.name, w.spanName())
-	for _, s := range p.sides() {
-		for _, d := range s.disk {
-			fmt.Fprintf(sb, "  %-10s %-34s %12d rows %10.2f MB on disk %10.2f MB uncompressed %8.2f B/event\n",
-				s.name, d.table, d.rows, float64(d.bytes)/1e6, float64(d.plain)/1e6, float64(d.bytes)/float64(l.events))
-		}
-	}
-}
-
-// prec picks decimals for a value in the table.
-func prec(v float64) int {
-	if v >= 100 || v == float64(int64(v)) {
-		return 0
-	}
-	return 2
-}
-
-// ratio is a/b, 0 when b is 0.
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return a / b
+	return float64(s.heapGrowth-min(s.heapGrowth, s.heapKept)) / (float64(senders) * l.meanBody())
 }

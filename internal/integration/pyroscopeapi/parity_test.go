@@ -24,6 +24,7 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/internal/pyroscopetest"
 	"github.com/flamehouse/flamehouse/pkg/otlphttp"
 	"github.com/flamehouse/flamehouse/pkg/service"
 )
@@ -97,7 +98,8 @@ func TestPyroscopeAPIParity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real Grafana Pyroscope and Flamehouse; not with -short")
 	}
-	py := startPyroscope(t)
+	py := pyroscopetest.Start(t, pyroscopetest.Options{})
+	pyURL := "http://" + py.HTTPAddr
 	apiURL, ingestURL := startFlamehouse(t)
 	ctx := context.Background()
 
@@ -112,14 +114,14 @@ func TestPyroscopeAPIParity(t *testing.T) {
 	for i := range reports {
 		req := gen.Report(start.Add(time.Duration(i) * 5 * time.Second))
 		sent = append(sent, req)
-		for _, url := range []string{ingestURL, py.url} {
+		for _, url := range []string{ingestURL, pyURL} {
 			_, err := otlphttp.New(url, "").Export(ctx, req)
 			require.NoError(t, err, "export to %s", url)
 		}
 	}
 	end := start.Add(time.Duration(reports) * 5 * time.Second)
 	fh := querierv1connect.NewQuerierServiceClient(http.DefaultClient, apiURL)
-	pyc := querierv1connect.NewQuerierServiceClient(http.DefaultClient, py.url)
+	pyc := querierv1connect.NewQuerierServiceClient(http.DefaultClient, pyURL)
 	from, to := start.Add(-time.Minute).UnixMilli(), end.Add(time.Minute).UnixMilli()
 	maxNodes := int64(65536)
 	merge := &querierv1.SelectMergeStacktracesRequest{ProfileTypeID: cpuType, LabelSelector: `{service_name="checkout"}`, Start: from, End: to, MaxNodes: &maxNodes}
@@ -190,7 +192,7 @@ func TestPyroscopeAPIParity(t *testing.T) {
 		}
 		var fhr, pyr renderJSON
 		getJSON(t, apiURL+"/pyroscope/render?"+q.Encode(), &fhr)
-		getJSON(t, py.url+"/pyroscope/render?"+q.Encode(), &pyr)
+		getJSON(t, pyURL+"/pyroscope/render?"+q.Encode(), &pyr)
 		require.Equal(t, wantTotal, fhr.Flamebearer.NumTicks)
 		require.Equal(t, pyr.Flamebearer.NumTicks, fhr.Flamebearer.NumTicks)
 		require.Equal(t, pyr.Metadata, fhr.Metadata)

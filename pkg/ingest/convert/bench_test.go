@@ -57,13 +57,11 @@ func BenchmarkDecodeAndConvert(b *testing.B) {
 // the W-cluster workload that the end-to-end benchmark sends: 100 nodes of
 // 40 pods each, 25.6k samples/s in all, one report per node and 5 s.
 func BenchmarkDecodeAndConvertClusterReports(b *testing.B) {
-	cfg := profilegen.DefaultConfig()
-	cfg.Pods, cfg.SamplesPerSecond, cfg.Stacks, cfg.Locations, cfg.Functions = 4000, 25_600, 5_000, 8_000, 3_000
-	g := profilegen.New(cfg)
+	g := profilegen.New(profilegen.WCluster())
 	start := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 	var bodies [][]byte
 	size := 0
-	for _, req := range g.NodeReports(start, 40) {
+	for _, req := range g.NodeReports(start, profilegen.WClusterPodsPerNode) {
 		body, err := proto.Marshal(req)
 		if err != nil {
 			b.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/flamehouse/flamehouse/internal/benchmem"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
 )
@@ -129,33 +130,21 @@ func (l *latencies) report(b *testing.B) {
 	}
 }
 
-// heapPeak samples the heap in use while requests are in flight.
+// heapPeak samples the heap in use while requests are in flight, and
+// counts what they allocate.
 type heapPeak struct {
 	before runtime.MemStats
-	peak   atomic.Uint64
-	stop   chan struct{}
-	done   chan struct{}
+	peak   *benchmem.Peak
 }
 
-func startHeapPeak() *heapPeak {
-	h := &heapPeak{stop: make(chan struct{}), done: make(chan struct{})}
+func startHeapPeak(b *testing.B) *heapPeak {
+	b.Helper()
+	h := &heapPeak{}
 	runtime.GC()
 	runtime.ReadMemStats(&h.before)
-	go func() {
-		defer close(h.done)
-		var m runtime.MemStats
-		for {
-			select {
-			case <-h.stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-				runtime.ReadMemStats(&m)
-				if m.HeapInuse > h.peak.Load() {
-					h.peak.Store(m.HeapInuse)
-				}
-			}
-		}
-	}()
+	var err error
+	h.peak, err = benchmem.Start(benchmem.GoHeapInuse, 20*time.Millisecond)
+	require.NoError(b, err)
 	return h
 }
 
@@ -163,36 +152,27 @@ func startHeapPeak() *heapPeak {
 // payload byte of the requests in flight at once.
 func (h *heapPeak) report(b *testing.B, requests, inFlight, payload int) {
 	b.Helper()
-	close(h.stop)
-	<-h.done
+	growth, err := h.peak.Stop()
+	require.NoError(b, err)
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	if requests > 0 {
 		b.ReportMetric(float64(after.TotalAlloc-h.before.TotalAlloc)/float64(requests)/float64(payload), "alloc/payload")
 	}
-	if peak := h.peak.Load(); peak > h.before.HeapInuse {
-		b.ReportMetric(float64(peak-h.before.HeapInuse)/float64(inFlight*payload), "peak-heap/payload")
+	if growth > 0 {
+		b.ReportMetric(float64(growth)/float64(inFlight*payload), "peak-heap/payload")
 	}
 }
 
-// wCluster is the W-cluster workload: 100 nodes of 32 vCPU at 40% busy,
-// each node's profiler sending a 5 s report of about 1,280 events from 40
-// processes every 5 s (25.6k samples/s in all), stacks drawn from a
-// 5k-stack pool over 8k call sites.
-func wCluster() profilegen.Config {
-	cfg := profilegen.DefaultConfig()
-	cfg.Pods, cfg.SamplesPerSecond, cfg.Stacks, cfg.Locations, cfg.Functions = 4000, 25_600, 5_000, 8_000, 3_000
-	return cfg
-}
-
+// The W-cluster workload (profilegen.WCluster).
 const (
-	clusterNodes = 100
-	podsPerNode  = 40
+	clusterNodes = profilegen.WClusterNodes
+	podsPerNode  = profilegen.WClusterPodsPerNode
 )
 
 // clusterReports marshals the node reports of n intervals (generated once
 // per process: the benchmark function runs more than once), kept outside
-// the Go heap (offHeap).
+// the Go heap (benchmem.OffHeap).
 func clusterReports(b *testing.B, n int) (bodies [][]byte, eventsPerReport, bytesPerReport int) {
 	b.Helper()
 	reportsMu.Lock()
@@ -200,7 +180,7 @@ func clusterReports(b *testing.B, n int) (bodies [][]byte, eventsPerReport, byte
 	if c, ok := reportsCache[n]; ok {
 		return c.bodies, c.events, c.bytes
 	}
-	cfg := wCluster()
+	cfg := profilegen.WCluster()
 	g := profilegen.New(cfg)
 	start := time.Now().UTC().Add(-time.Hour).Truncate(time.Minute)
 	total := 0
@@ -212,7 +192,7 @@ func clusterReports(b *testing.B, n int) (bodies [][]byte, eventsPerReport, byte
 			total += len(body)
 		}
 	}
-	bodies, err := offHeap(bodies)
+	bodies, err := benchmem.OffHeap(bodies)
 	require.NoError(b, err)
 	reportsCache[n] = cachedReports{bodies, g.Events() / clusterNodes, total / len(bodies)}
 	return bodies, g.Events() / clusterNodes, total / len(bodies)
@@ -264,7 +244,7 @@ func benchThroughput(b *testing.B) {
 	s := newExporter(b, env.r)
 	warmUp(b, s, bodies) // every report the loop sends: its symbols are written before timing
 	var lat latencies
-	heap := startHeapPeak()
+	heap := startHeapPeak(b)
 	b.ResetTimer()
 	total := b.N * clusterNodes
 	var next atomic.Int64
@@ -316,7 +296,7 @@ func benchLatency(b *testing.B) {
 	warmUp(b, s, bodies[:clusterNodes])
 	var lat latencies
 	var wg sync.WaitGroup
-	tick := time.NewTicker(wCluster().ReportInterval / clusterNodes)
+	tick := time.NewTicker(profilegen.WCluster().ReportInterval / clusterNodes)
 	defer tick.Stop()
 	b.ResetTimer()
 	for i := range b.N {

@@ -1,0 +1,214 @@
+package plugin
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flamehouse/flamehouse/pkg/query"
+)
+
+// nan marks a figure a side does not have.
+var nan = math.NaN()
+
+// The targets of the comparison with Pyroscope (issue 25), each a ratio
+// measured in the same run.
+const (
+	// targetBytesVsPyroscope: bytes on disk per event at most this share
+	// of Pyroscope's.
+	targetBytesVsPyroscope = 0.5
+	// targetBytesVsFloor: bytes on disk per event at most this multiple of
+	// the raw table's information floor.
+	targetBytesVsFloor = 2
+	// targetBytesVsExporter: at most the exporter table's bytes per event.
+	targetBytesVsExporter = 1
+	// targetEventsVsPyroscope: ingest events/s at least this multiple of
+	// Pyroscope's.
+	targetEventsVsPyroscope = 2
+	// targetHeapPerRequest: the ingest's peak heap per request in flight
+	// at most this multiple of the request.
+	targetHeapPerRequest = 6
+)
+
+// peerReport renders the comparison.
+type peerReport struct {
+	phases []*peerPhase
+	// pyroscopeMeta is the size of Pyroscope's metastore and raft log
+	// (all tenants; not counted in any phase's bytes).
+	pyroscopeMeta int64
+}
+
+// metrics reports each phase's bytes per event, ingest throughput and
+// data volume per side, prefixed with its name, the ratios to Flamehouse's
+// ingest, and the flame graph latencies of Flamehouse and Pyroscope.
+func (r *peerReport) metrics(b *testing.B) {
+	b.Helper()
+	for _, p := range r.phases {
+		events := float64(p.load.events)
+		for _, s := range p.sides() {
+			b.ReportMetric(float64(s.diskBytes())/events, p.w.name+"-"+s.name+"-bytes/event")
+			b.ReportMetric(s.throughput(p.load), p.w.name+"-"+s.name+"-events/s")
+		}
+		b.ReportMetric(float64(p.exporter.diskBytes())/float64(p.ours.diskBytes()), p.w.name+"-bytes-ratio")
+		b.ReportMetric(float64(p.pyroscope.diskBytes())/float64(p.ours.diskBytes()), p.w.name+"-pyroscope/flamehouse-bytes")
+		b.ReportMetric(p.ours.throughput(p.load)/p.pyroscope.throughput(p.load), p.w.name+"-flamehouse/pyroscope-events")
+		b.ReportMetric(p.collector.throughput(p.load)/p.exporter.throughput(p.load), p.w.name+"-collector/exporter-events")
+		b.ReportMetric(p.collector.throughput(p.load)/p.ours.throughput(p.load), p.w.name+"-collector/flamehouse-events")
+		b.ReportMetric(p.ours.heapPerRequest(p.load, p.w.senders), p.w.name+"-flamehouse-peak-heap/request")
+		b.ReportMetric(float64(p.ours.heapGrowth)/float64(p.pyroscope.heapGrowth), p.w.name+"-flamehouse/pyroscope-peak-heap")
+		b.ReportMetric(events, p.w.name+"-events")
+		b.ReportMetric(float64(p.load.samples), p.w.name+"-exporter-rows")
+		for _, q := range p.w.queries() {
+			if q.kind == query.TypeProfile {
+				for _, s := range []*peerSide{p.ours, p.pyroscope} {
+					b.ReportMetric(s.p50(q.name+"-cold"), p.w.name+"-"+s.name+"-"+q.name+"-cold-ms")
+					b.ReportMetric(s.p50(q.name), p.w.name+"-"+s.name+"-"+q.name+"-ms")
+				}
+			}
+		}
+	}
+}
+
+// String is the side-by-side tables, one per phase, with the targets'
+// ratios.
+func (r *peerReport) String() string {
+	var sb strings.Builder
+	first := r.phases[0].w
+	fmt.Fprintf(&sb, "\nPeer benchmark: Flamehouse (its ingest; the Flamehouse Collector), the contrib exporter's otel_profiles, Grafana Pyroscope\n")
+	fmt.Fprintf(&sb, "loading: %d requests in flight on each path, one path at a time; fresh databases and a Pyroscope tenant per phase\n", first.senders)
+	fmt.Fprintf(&sb, "queries: p50 of %d runs, max-nodes %d; cold: a fresh symbol cache (datasource), the first run (Pyroscope)\n", first.runs, peerMaxNodes)
+	fmt.Fprintf(&sb, "peak heap per request in flight: the peak growth while loading less what stays after the load (flamehouse; pyroscope's cannot be settled), over requests in flight × their mean size\n")
+	fmt.Fprintf(&sb, "acknowledged: flamehouse, collector, exporter: rows committed to ClickHouse; pyroscope: segment in its object store, metadata in its metastore\n")
+	for _, p := range r.phases {
+		p.table(&sb)
+	}
+	fmt.Fprintf(&sb, "\npyroscope's metastore and raft log (all tenants, not counted above): %.1f MB\n", float64(r.pyroscopeMeta)/1e6)
+	return sb.String()
+}
+
+// table writes a phase's workload, its side-by-side table, its targets and
+// its parts. The ratios compare each side with Flamehouse's ingest.
+func (p *peerPhase) table(sb *strings.Builder) {
+	w, l, o, c, e, y := p.w, p.load, p.ours, p.collector, p.exporter, p.pyroscope
+	fmt.Fprintf(sb, "\n%s: %s at %d events/s (%d processes, %d stacks), %s requests of %d processes\n",
+		w.name, w.spanName(), w.cfg.SamplesPerSecond, w.cfg.Pods, w.cfg.Stacks, w.cfg.ReportInterval, w.podsPerRequest)
+	fmt.Fprintf(sb, "data: %d events in %d OTLP samples (the exporter's rows), %d requests (largest %.2f MiB, mean %.0f kB), %.1f MB marshaled, CPU time %s; generated in %s\n\n",
+		l.events, l.samples, l.requests, float64(l.maxBody)/(1<<20), l.meanBody()/1e3, float64(l.payload)/1e6, time.Duration(l.cpuNanos), l.took.Round(time.Second))
+	cell := func(v float64) string {
+		if math.IsNaN(v) {
+			return fmt.Sprintf("%12s", "-")
+		}
+		return fmt.Sprintf("%12.*f", prec(v), v)
+	}
+	ratioCell := func(a, b float64) string {
+		if math.IsNaN(a) || math.IsNaN(b) || b == 0 {
+			return fmt.Sprintf("%9s", "-")
+		}
+		return fmt.Sprintf("%9.2f", a/b)
+	}
+	row := func(label string, fh, col, exp, pyro float64) {
+		fmt.Fprintf(sb, "%-40s %s %s %s %s %s %s %s\n", label, cell(fh), cell(col), cell(exp), cell(pyro),
+			ratioCell(exp, fh), ratioCell(col, fh), ratioCell(pyro, fh))
+	}
+	fmt.Fprintf(sb, "%-40s %12s %12s %12s %12s %9s %9s %9s\n", w.name+" "+w.spanName(), "flamehouse", "collector", "exporter", "pyroscope", "exp/fh", "col/fh", "pyro/fh")
+	perEvent := func(s *peerSide) float64 { return float64(s.diskBytes()) / float64(l.events) }
+	row("sample rows stored (pyroscope: blocks)", float64(o.rows), float64(c.rows), float64(e.rows), float64(len(y.blocks)))
+	row("bytes on disk (MB)", float64(o.diskBytes())/1e6, float64(c.diskBytes())/1e6, float64(e.diskBytes())/1e6, float64(y.diskBytes())/1e6)
+	row("bytes on disk per event", perEvent(o), perEvent(c), perEvent(e), perEvent(y))
+	row("ingest: load time (s)", o.loadTook.Seconds(), c.loadTook.Seconds(), e.loadTook.Seconds(), y.loadTook.Seconds())
+	row("ingest: events/s until acked", o.throughput(l), c.throughput(l), e.throughput(l), y.throughput(l))
+	row("ingest: peak heap per request in flight", o.heapPerRequest(l, w.senders), nan, nan, y.heapPerRequest(l, w.senders))
+	row("ingest: peak heap growth (MB)", float64(o.heapGrowth)/1e6, nan, nan, float64(y.heapGrowth)/1e6)
+	row("ingest: heap kept after the load (MB)", float64(o.heapKept)/1e6, nan, nan, nan)
+	row("merge: OPTIMIZE FINAL, compaction (s)", o.optimizeTook.Seconds(), c.optimizeTook.Seconds(), e.optimizeTook.Seconds(), y.optimizeTook.Seconds())
+	measured := func(s *peerSide, name string) float64 {
+		if s.lat == nil {
+			return nan
+		}
+		return s.p50(name)
+	}
+	for _, q := range w.queries() {
+		for _, suffix := range []string{"-cold", ""} {
+			exp := nan
+			if w.name == "sparse" {
+				exp = measured(e, q.name+suffix)
+			}
+			row("p50 ms "+q.name+suffix, measured(o, q.name+suffix), nan, exp, measured(y, q.name+suffix))
+		}
+	}
+	for _, q := range w.queries() {
+		if q.kind == query.TypeProfile {
+			exp := nan
+			if w.name == "sparse" {
+				exp = float64(e.roots[q.name]) / 1e9
+			}
+			row("root "+q.name+" (CPU s)", float64(o.roots[q.name])/1e9, nan, exp, float64(y.roots[q.name])/1e9)
+		}
+	}
+	all := "flame-" + w.allName()
+	row("root "+all+" (CPU s)", float64(o.roots[all])/1e9, float64(c.roots[all])/1e9, float64(e.roots[all])/1e9, float64(y.roots[all])/1e9)
+	fmt.Fprintf(sb, "top %d functions over the whole range agree (label, self, total): flamehouse's first %q %s self; pyroscope's %q %s self\n",
+		peerTopFunctions, p.top[o.name][0].Label, time.Duration(p.top[o.name][0].Self), p.top[y.name][0].Label, time.Duration(p.top[y.name][0].Self))
+	p.targets(sb)
+	fmt.Fprintf(sb, "\nparts after OPTIMIZE ... FINAL, blocks after compaction (%s %s):\n", w.name, w.spanName())
+	for _, s := range p.sides() {
+		for _, d := range s.disk {
+			fmt.Fprintf(sb, "  %-10s %-40s %12d rows %10.2f MB on disk %10.2f MB uncompressed %8.2f B/event\n",
+				s.name, d.table, d.rows, float64(d.bytes)/1e6, float64(d.plain)/1e6, float64(d.bytes)/float64(l.events))
+		}
+	}
+}
+
+// targets writes each target's ratio in this run and whether it holds.
+func (p *peerPhase) targets(sb *strings.Builder) {
+	w, l, o, e, y := p.w, p.load, p.ours, p.exporter, p.pyroscope
+	perEvent := func(s *peerSide) float64 { return float64(s.diskBytes()) / float64(l.events) }
+	fmt.Fprintf(sb, "targets (%s):\n", w.name)
+	target := func(what string, v, limit float64, atMost bool) {
+		held := v <= limit
+		if !atMost {
+			held = v >= limit
+		}
+		verdict := "holds"
+		if !held {
+			verdict = "MISSED"
+		}
+		fmt.Fprintf(sb, "  %-62s %8.3f  %s\n", what, v, verdict)
+	}
+	target("bytes/event ÷ pyroscope's (≤ 0.5)", perEvent(o)/perEvent(y), targetBytesVsPyroscope, true)
+	target(fmt.Sprintf("bytes/event ÷ information floor %.2f B/event (≤ 2)", p.floor.perEvent()), perEvent(o)/p.floor.perEvent(), targetBytesVsFloor, true)
+	fmt.Fprintf(sb, "  %-62s %8.3f\n", fmt.Sprintf("(proposed) its attribute, series and link columns %.2f B/event ÷ the floor", p.floor.columnsPerEvent()),
+		p.floor.columnsPerEvent()/p.floor.perEvent())
+	target("bytes/event ÷ the exporter's (≤ 1)", perEvent(o)/perEvent(e), targetBytesVsExporter, true)
+	target("ingest events/s ÷ pyroscope's (≥ 2)", o.throughput(l)/y.throughput(l), targetEventsVsPyroscope, false)
+	target("ingest peak heap per request in flight ÷ its size (≤ 6)", o.heapPerRequest(l, w.senders), targetHeapPerRequest, true)
+	fmt.Fprintf(sb, "  %-62s %8.3f\n", "(for comparison) ingest peak heap growth ÷ pyroscope's", float64(o.heapGrowth)/float64(y.heapGrowth))
+	var slower []string
+	n := 0
+	for _, q := range w.queries() {
+		if q.kind != query.TypeProfile {
+			continue
+		}
+		for _, suffix := range []string{"-cold", ""} {
+			n++
+			if o.p50(q.name+suffix) > y.p50(q.name+suffix) {
+				slower = append(slower, fmt.Sprintf("%s%s %.1f > %.1f ms", q.name, suffix, o.p50(q.name+suffix), y.p50(q.name+suffix)))
+			}
+		}
+	}
+	verdict := "holds"
+	if len(slower) > 0 {
+		verdict = "MISSED: " + strings.Join(slower, ", ")
+	}
+	fmt.Fprintf(sb, "  %-62s %3d of %d  %s\n", "flame graphs at most as slow as pyroscope's (p50)", n-len(slower), n, verdict)
+}
+
+// prec picks decimals for a value in the table.
+func prec(v float64) int {
+	if v >= 100 || v == float64(int64(v)) {
+		return 0
+	}
+	return 2
+}
