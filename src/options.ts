@@ -1,13 +1,23 @@
 import { DataSourceJsonData } from '@grafana/data';
 
+import {
+  CACHE_MODES,
+  CPU_PROFILE_TYPE,
+  DEFAULT_PORTS,
+  PROFILES_SCHEMAS,
+  PROTOCOLS,
+  QUERY_LIMITS,
+  SETTINGS_DEFAULTS,
+} from './generated/backend';
+
 /**
  * Datasource settings: jsonData and secureJsonData. The keys mirror the Go
  * backend's pkg/plugin/settings.go, which is authoritative for their meaning
- * and defaults; the connection keys are those of the official ClickHouse
- * datasource.
+ * and defaults (src/generated/backend.ts carries them here); the connection
+ * keys are those of the official ClickHouse datasource.
  */
 
-export type Protocol = 'native' | 'http';
+export type Protocol = (typeof PROTOCOLS)[number];
 
 /** One HTTP header sent with every request (protocol http only). */
 export interface HttpHeader {
@@ -28,7 +38,7 @@ export interface CustomSetting {
  * profiles table of the OpenTelemetry Collector contrib ClickHouse exporter
  * (one row per sample).
  */
-export type ProfilesSchema = 'flamehouse' | 'otel';
+export type ProfilesSchema = (typeof PROFILES_SCHEMAS)[number];
 
 /** Where the profile tables are, and query defaults: jsonData.profiles. */
 export interface ProfilesOptions {
@@ -80,7 +90,7 @@ export interface ProfilesOptions {
 }
 
 /** Where answers of closed time ranges are cached (pkg/query/cache.go). */
-export type CacheMode = 'auto' | 'clickhouse' | 'plugin' | 'off';
+export type CacheMode = (typeof CACHE_MODES)[number];
 
 /** jsonData, with connection keys named as in the official ClickHouse datasource. */
 export interface FlamehouseOptions extends DataSourceJsonData {
@@ -130,26 +140,13 @@ export function secureHeaderKey(name: string): SecureHeaderKey {
   return `${SECURE_HEADER_PREFIX}${name}`;
 }
 
-/** The backend's defaults, shown as placeholders. */
+/** The backend's defaults, shown as placeholders, and the frontend's own (host, logsTable, metricsQuery). */
 export const DEFAULTS = {
+  ...SETTINGS_DEFAULTS,
+  /** The editor's suggestion; the backend requires a host. */
   host: 'localhost',
-  protocol: 'native' as Protocol,
-  username: 'default',
-  dialTimeout: '10',
-  queryTimeout: '60',
-  schema: 'flamehouse' as ProfilesSchema,
-  database: 'otel',
-  tablePrefix: 'otel_',
-  otelTable: 'otel_profiles',
-  defaultMaxNodes: 16384,
-  maxMaxNodes: 1 << 20,
-  spanWindowPadding: '60',
-  minStep: '15',
-  profileType: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds',
-  tracesTable: 'otel_traces',
-  cache: 'auto' as CacheMode,
-  cacheTtl: '300',
-  cacheClosedAfter: '60',
+  maxMaxNodes: QUERY_LIMITS.maxNodes,
+  profileType: CPU_PROFILE_TYPE,
   /** The exporter's logs table that "Logs for this selection" reads through the ClickHouse plugin. */
   logsTable: 'otel_logs',
   metricsQuery:
@@ -158,10 +155,8 @@ export const DEFAULTS = {
 
 /** The port the backend uses when none is set: 9000 native, 8123 http, 9440 and 8443 with TLS. */
 export function defaultPort(protocol: Protocol | undefined, secure: boolean | undefined): number {
-  if (protocol === 'http') {
-    return secure ? 8443 : 8123;
-  }
-  return secure ? 9440 : 9000;
+  const ports = DEFAULT_PORTS[protocol ?? DEFAULTS.protocol];
+  return secure ? ports.secure : ports.plain;
 }
 
 /**

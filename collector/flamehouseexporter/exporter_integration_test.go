@@ -57,7 +57,7 @@ func TestWritesFlamehouseTables(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set := exportertest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
-	f := NewFactory().(xexporter.Factory) //nolint:forcetypeassert // checked in TestFactory
+	f := NewFactory().(xexporter.Factory) // checked in TestFactory
 	exp, err := f.CreateProfiles(context.Background(), set, cfg)
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))

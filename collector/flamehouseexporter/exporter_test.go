@@ -95,7 +95,7 @@ func TestFactory(t *testing.T) {
 // Collector does. Without create_schema, start opens no connection, so no
 // server is needed.
 func TestLifecycle(t *testing.T) {
-	f := NewFactory().(xexporter.Factory) //nolint:forcetypeassert // checked in TestFactory
+	f := NewFactory().(xexporter.Factory) // checked in TestFactory
 	cfg := createDefaultConfig()
 	cfg.Endpoint, cfg.CreateSchema = "http://127.0.0.1:1", false
 	exp, err := f.CreateProfiles(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)

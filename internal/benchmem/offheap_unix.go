@@ -49,7 +49,7 @@ func MapFile(path string) (data []byte, release func() error, err error) {
 	if fi.Size() == 0 {
 		return nil, func() error { return nil }, nil
 	}
-	data, err = syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED) //nolint:gosec // G115: a descriptor and a file size fit an int
+	data, err = syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, nil, fmt.Errorf("map %s: %w", path, err)
 	}

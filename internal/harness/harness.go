@@ -50,7 +50,7 @@ func LockDir(dir string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	fd := int(f.Fd()) //nolint:gosec // G115: a file descriptor fits an int
+	fd := int(f.Fd())
 	if err := syscall.Flock(fd, syscall.LOCK_EX); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("lock %s: %w", dir, err)

@@ -23,11 +23,11 @@ func UnpackXZ(archive, dir, prefix string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil { //nolint:gosec // G703: a cache directory the caller chose
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, prefix+"-"+sum[:16])
-	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o100 != 0 { //nolint:gosec // G703: the caller's cache directory
+	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o100 != 0 {
 		return bin, nil
 	}
 	xz, err := exec.LookPath("xz")
@@ -38,7 +38,7 @@ func UnpackXZ(archive, dir, prefix string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer func() { _ = os.Remove(tmp.Name()) }()                         //nolint:gosec // G703: the caller's cache directory
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	cmd := exec.CommandContext(context.Background(), xz, "-dc", archive) //nolint:gosec // G204: xz on the harness's archive
 	cmd.Stdout = tmp
 	var stderr strings.Builder
@@ -50,7 +50,7 @@ func UnpackXZ(archive, dir, prefix string) (string, error) {
 	if err := os.Chmod(tmp.Name(), 0o700); err != nil { //nolint:gosec // G302: an executable of our own
 		return "", err
 	}
-	if err := os.Rename(tmp.Name(), bin); err != nil { //nolint:gosec // G703: the caller's cache directory
+	if err := os.Rename(tmp.Name(), bin); err != nil {
 		return "", err
 	}
 	return bin, nil

@@ -157,7 +157,7 @@ func TestClickHouseExporterWritesAllSignals(t *testing.T) {
 			"groupUniqArray(ServiceName), groupUniqArray(`__otel_materialized_k8s.pod.name`), toUnixTimestamp64Nano(min(Timestamp)) FROM "+
 			db+".otel_profiles").Scan(&rows, &events, &frames, &services, &pods, &minTS))
 		require.Equal(t, want.samples, rows, "one row per OTLP sample")
-		require.Equal(t, uint64(gen.Events()), events, "every event's timestamp") //nolint:gosec // G115: a small positive count
+		require.Equal(t, uint64(gen.Events()), events, "every event's timestamp")
 		require.Equal(t, want.frames, frames, "one frame per line of each location, one for a location without lines")
 		require.Equal(t, []string{"checkout"}, services)
 		slices.Sort(pods)
@@ -240,10 +240,10 @@ func traceRequest(now time.Time, spans []sentSpan) *coltracepb.ExportTraceServic
 			byService[s.service] = rs
 			req.ResourceSpans = append(req.ResourceSpans, rs)
 		}
-		startNs := uint64(now.Add(time.Duration(i) * time.Millisecond).UnixNano()) //nolint:gosec // G115: positive
+		startNs := uint64(now.Add(time.Duration(i) * time.Millisecond).UnixNano())
 		span := &tracepb.Span{
 			TraceId: mustHex(testTraceHex), SpanId: mustHex(spanHex(i)), Name: s.name, Kind: s.kind,
-			StartTimeUnixNano: startNs, EndTimeUnixNano: startNs + uint64(s.duration.Nanoseconds()), //nolint:gosec // G115: positive
+			StartTimeUnixNano: startNs, EndTimeUnixNano: startNs + uint64(s.duration.Nanoseconds()),
 			Attributes: otlpbuild.KeyValues("span.index", strconv.Itoa(i)),
 		}
 		if s.parent != "" {
@@ -257,7 +257,7 @@ func traceRequest(now time.Time, spans []sentSpan) *coltracepb.ExportTraceServic
 func logsRequest(now time.Time) *collogspb.ExportLogsServiceRequest {
 	record := func(offset time.Duration, body string, severity logspb.SeverityNumber, text, user string, span int) *logspb.LogRecord {
 		r := &logspb.LogRecord{
-			TimeUnixNano:   uint64(now.Add(offset).UnixNano()), //nolint:gosec // G115: positive
+			TimeUnixNano:   uint64(now.Add(offset).UnixNano()),
 			SeverityNumber: severity, SeverityText: text,
 			Body:       &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: body}},
 			Attributes: otlpbuild.KeyValues("user.id", user),

@@ -133,6 +133,58 @@ func TestFlamehouseExporterSurvivesSIGKILL(t *testing.T) {
 	// written.
 	col, err := Launch(bin, config(1, "300ms"), t.TempDir())
 	require.NoError(t, err)
+	acked := sendUntilKilled(t, col, conn, db, reqs)
+	ackedAtKill := ackedIDs(reqs, acked)
+	committedAtKill, _ := storedCPU(t, conn, db)
+	t.Logf("SIGKILL after %d of %d requests were acknowledged and %d written", len(ackedAtKill), n, len(committedAtKill))
+	require.Less(t, len(ackedAtKill), n, "killed mid-load")
+	require.GreaterOrEqual(t, len(committedAtKill), 3)
+	require.Less(t, len(committedAtKill), len(ackedAtKill), "acknowledged requests were still in the persistent queue when the Collector died")
+
+	// Phase 2: restart on the same storage; the queue delivers what it held.
+	col, err = Launch(bin, config(4, "50ms"), t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, col.Stop()) })
+	waitStored(t, conn, db, reqs, ackedAtKill, col)
+	samples, _ := storedCPU(t, conn, db)
+	for _, r := range reqs {
+		if slices.Contains(ackedAtKill, r.id) {
+			require.Equal(t, r.cpu, samples[r.id], "%s, acknowledged before the kill: stored exactly once", r.id)
+		}
+	}
+	if strings.Contains(col.Logs(), "Moved items for dispatching back to queue") {
+		t.Log("the restarted queue replayed items that were being written when the Collector was killed")
+	}
+
+	// Phase 3: the sender retries what was not acknowledged.
+	client := profilesClient(t, col.GRPCEndpoint)
+	for i := range reqs {
+		if !acked[i].Load() {
+			_, err := client.Export(context.Background(), reqs[i].req)
+			require.NoError(t, err, "resend %s", reqs[i].id)
+		}
+	}
+	all := make([]string, n)
+	for i, r := range reqs {
+		all[i] = r.id
+	}
+	waitStored(t, conn, db, reqs, all, col)
+	samples, rollup := storedCPU(t, conn, db)
+	require.Len(t, samples, n)
+	for _, r := range reqs {
+		require.Equal(t, r.cpu, samples[r.id], "%s: stored exactly once", r.id)
+		// Schema version 2 gives the rollups a deduplication window too.
+		require.Equal(t, r.cpu, rollup[r.id], "%s: the per-minute rollup holds it exactly once", r.id)
+	}
+}
+
+// sendUntilKilled sends the requests from four paced senders (about fifty
+// requests a second) and kills the Collector with SIGKILL once a quarter
+// of them are acknowledged and a few are written; it returns which were
+// acknowledged.
+func sendUntilKilled(t *testing.T, col *Collector, conn clickhouse.Conn, db string, reqs []faultRequest) []atomic.Bool {
+	t.Helper()
+	n := len(reqs)
 	acked := make([]atomic.Bool, n)
 	var ackCount atomic.Int32
 	killed := make(chan struct{})
@@ -165,7 +217,7 @@ func TestFlamehouseExporterSurvivesSIGKILL(t *testing.T) {
 			case <-sendersDone:
 				return
 			case <-tick.C:
-				if written, err := writtenIDs(conn, db); err == nil && ackCount.Load() >= n/4 && written >= 3 {
+				if written, err := writtenIDs(conn, db); err == nil && ackCount.Load() >= int32(n/4) && written >= 3 {
 					kill()
 					return
 				}
@@ -195,48 +247,7 @@ func TestFlamehouseExporterSurvivesSIGKILL(t *testing.T) {
 	default:
 		t.Fatal("the load ended before the kill: the exporter kept up with the senders")
 	}
-	ackedAtKill := ackedIDs(reqs, acked)
-	committedAtKill, _ := storedCPU(t, conn, db)
-	t.Logf("SIGKILL after %d of %d requests were acknowledged and %d written", len(ackedAtKill), n, len(committedAtKill))
-	require.Less(t, len(ackedAtKill), n, "killed mid-load")
-	require.GreaterOrEqual(t, len(committedAtKill), 3)
-	require.Less(t, len(committedAtKill), len(ackedAtKill), "acknowledged requests were still in the persistent queue when the Collector died")
-
-	// Phase 2: restart on the same storage; the queue delivers what it held.
-	col, err = Launch(bin, config(4, "50ms"), t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, col.Stop()) })
-	waitStored(t, conn, db, reqs, ackedAtKill, col)
-	samples, _ := storedCPU(t, conn, db)
-	for _, r := range reqs {
-		if slices.Contains(ackedAtKill, r.id) {
-			require.Equal(t, r.cpu, samples[r.id], "%s, acknowledged before the kill: stored exactly once", r.id)
-		}
-	}
-	if strings.Contains(col.Logs(), "Moved items for dispatching back to queue") {
-		t.Log("the restarted queue replayed items that were being written when the Collector was killed")
-	}
-
-	// Phase 3: the sender retries what was not acknowledged.
-	client = profilesClient(t, col.GRPCEndpoint)
-	for i := range reqs {
-		if !acked[i].Load() {
-			_, err := client.Export(context.Background(), reqs[i].req)
-			require.NoError(t, err, "resend %s", reqs[i].id)
-		}
-	}
-	all := make([]string, n)
-	for i, r := range reqs {
-		all[i] = r.id
-	}
-	waitStored(t, conn, db, reqs, all, col)
-	samples, rollup := storedCPU(t, conn, db)
-	require.Len(t, samples, n)
-	for _, r := range reqs {
-		require.Equal(t, r.cpu, samples[r.id], "%s: stored exactly once", r.id)
-		// Schema version 2 gives the rollups a deduplication window too.
-		require.Equal(t, r.cpu, rollup[r.id], "%s: the per-minute rollup holds it exactly once", r.id)
-	}
+	return acked
 }
 
 // writtenIDs counts the requests with rows in the samples table.

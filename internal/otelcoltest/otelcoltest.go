@@ -343,7 +343,7 @@ func (c *Config) Render(grpcEndpoint, httpEndpoint string) ([]byte, error) {
 			ids = append(ids, id)
 		}
 		slices.Sort(ids)
-		doc["service"].(map[string]any)["extensions"] = ids //nolint:forcetypeassert // built above
+		doc["service"].(map[string]any)["extensions"] = ids // built above
 	}
 	return yaml.Marshal(doc)
 }

@@ -55,7 +55,7 @@ func intern(m map[string]int32, key string, add func() int32) int32 {
 	return idx
 }
 
-func index(n int) int32 { return int32(n - 1) } //nolint:gosec // G115: tables stay far below 2^31
+func index(n int) int32 { return int32(n - 1) }
 
 // Str interns a string and returns its string_table index.
 func (b *Builder) Str(s string) int32 {
@@ -122,7 +122,7 @@ func (b *Builder) Location(mapping int32, address uint64, frameType string, line
 func (b *Builder) Stack(locations ...int32) int32 {
 	key := make([]byte, 4*len(locations))
 	for i, l := range locations {
-		binary.LittleEndian.PutUint32(key[4*i:], uint32(l)) //nolint:gosec // G115: indices are non-negative
+		binary.LittleEndian.PutUint32(key[4*i:], uint32(l))
 	}
 	return intern(b.stacks, string(key), func() int32 {
 		b.dict.StackTable = append(b.dict.StackTable, &pb.Stack{LocationIndices: locations})

@@ -293,7 +293,7 @@ func readZipFile(f *zip.File) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", f.Name, err)
 	}
-	defer r.Close() //nolint:errcheck // read-only
+	defer r.Close()
 	return io.ReadAll(io.LimitReader(r, 1<<20))
 }
 

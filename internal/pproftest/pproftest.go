@@ -4,6 +4,7 @@
 package pproftest
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,18 +43,36 @@ func spinXor(n int) int {
 func spinBoth(n int) int { return spinSquares(n/2) + spinXor(n/2) }
 
 // RecordCPU writes a real CPU profile of this process doing known work
-// (pproftest.spinSquares, spinXor under spinBoth) for about d.
+// (Spin) for about d.
 func RecordCPU(tb testing.TB, path string, d time.Duration) {
 	tb.Helper()
 	f, err := os.Create(path) //nolint:gosec // G304: a test's own temporary file
 	require.NoError(tb, err)
 	require.NoError(tb, pprof.StartCPUProfile(f))
+	Spin(d)
+	pprof.StopCPUProfile()
+	require.NoError(tb, f.Close())
+}
+
+// Spin does known work (pproftest.spinSquares, spinXor under spinBoth)
+// for about d.
+func Spin(d time.Duration) {
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		Sink += spinSquares(200_000) + spinBoth(200_000)
 	}
+}
+
+// CPUProfile runs f under the Go CPU profiler and returns the profile.
+func CPUProfile(tb testing.TB, f func()) *profile.Profile {
+	tb.Helper()
+	var buf bytes.Buffer
+	require.NoError(tb, pprof.StartCPUProfile(&buf))
+	f()
 	pprof.StopCPUProfile()
-	require.NoError(tb, f.Close())
+	p, err := profile.Parse(&buf)
+	require.NoError(tb, err)
+	return p
 }
 
 // Recorded is a real CPU profile of known work: its file, the profile read

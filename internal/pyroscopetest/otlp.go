@@ -38,8 +38,8 @@ func nudge(now time.Time) *collectorpb.ExportProfilesServiceRequest {
 	stack := b.Stack(b.Location(0, 0, "go", otlpbuild.Line{Function: fn, Line: 1}))
 	sp.Profiles = append(sp.Profiles, &pb.Profile{
 		SampleType: b.ValueType("samples", "count"), PeriodType: b.ValueType("cpu", "nanoseconds"), Period: 50_000_000,
-		TimeUnixNano: uint64(at.UnixNano()), DurationNano: uint64(time.Second), //nolint:gosec // G115: positive
-		Samples: []*pb.Sample{{StackIndex: stack, TimestampsUnixNano: []uint64{uint64(at.UnixNano())}}}, //nolint:gosec // G115: positive
+		TimeUnixNano: uint64(at.UnixNano()), DurationNano: uint64(time.Second),
+		Samples: []*pb.Sample{{StackIndex: stack, TimestampsUnixNano: []uint64{uint64(at.UnixNano())}}},
 	})
 	return b.Request()
 }

@@ -83,7 +83,7 @@ func TestServerStoresCompactsAndAnswers(t *testing.T) {
 		require.Positive(t, b.Datasets["checkout"])
 		fi, err := os.Stat(b.Path)
 		require.NoError(t, err, "the block's object is where the store keeps it")
-		require.Equal(t, int64(b.Size), fi.Size()) //nolint:gosec // G115: block sizes fit
+		require.Equal(t, int64(b.Size), fi.Size())
 	}
 	require.Equal(t, cpu, root("a"), "compaction keeps every sample")
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -24,6 +25,18 @@ import (
 const (
 	ProtocolNative = "native"
 	ProtocolHTTP   = "http"
+)
+
+// Protocols are the protocols a connection may use.
+var Protocols = []string{ProtocolNative, ProtocolHTTP}
+
+// Defaults of a connection (DefaultConfig), which the Grafana datasource
+// shares.
+const (
+	DefaultProtocol     = ProtocolNative
+	DefaultUsername     = "default"
+	DefaultDialTimeout  = 10 * time.Second
+	DefaultMaxOpenConns = 8
 )
 
 // Config describes how to reach a ClickHouse server.
@@ -64,7 +77,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults: native protocol, user "default".
 func DefaultConfig() Config {
-	return Config{Protocol: ProtocolNative, Username: "default", DialTimeout: 10 * time.Second, MaxOpenConns: 8}
+	return Config{Protocol: DefaultProtocol, Username: DefaultUsername, DialTimeout: DefaultDialTimeout, MaxOpenConns: DefaultMaxOpenConns}
 }
 
 // RegisterFlags binds the config to flags with the given prefix.
@@ -88,7 +101,7 @@ var (
 // means "no external server".
 func (c *Config) Validate() error {
 	var err error
-	if c.Protocol != ProtocolNative && c.Protocol != ProtocolHTTP {
+	if !slices.Contains(Protocols, c.Protocol) {
 		err = errors.Join(err, fmt.Errorf("%w, got %q", errProtocol, c.Protocol))
 	}
 	if c.Address != "" {

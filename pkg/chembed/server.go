@@ -243,44 +243,7 @@ func (s *Server) readCommand(req *request, body io.Reader, encoding string) (*co
 	opts := sqlguard.Options{ReadOnly: req.readOnly, Rules: req.role.guardRules(), TableOnlyFunctions: s.engine.tableOnlyFunctions}
 	limit := s.cfg.MaxQueryBytes
 	if req.queryParam != "" {
-		if int64(len(req.queryParam)) > limit {
-			return nil, tooLarge(limit)
-		}
-		stmt, err := inspect(req.queryParam, opts)
-		if err != nil {
-			return nil, err
-		}
-		if ins := stmt.Insert; ins != nil && ins.Format != "Values" {
-			inline := req.queryParam[ins.DataOffset:]
-			comp, err := engineCompression(encoding)
-			if err != nil {
-				return nil, err
-			}
-			data := body
-			if inline != "" {
-				if comp != "" {
-					return nil, newException(CodeBadArguments, "INSERT data in the query parameter cannot be combined with a compressed body")
-				}
-				data = io.MultiReader(strings.NewReader(inline+"\n"), body)
-			}
-			return &command{stmt: stmt, sql: req.queryParam, data: data, compression: comp}, nil
-		}
-		if encoding != "" && encoding != "identity" {
-			if body, err = decompress(body, encoding); err != nil {
-				return nil, err
-			}
-		}
-		rest, truncated, err := readLimited(body, limit-int64(len(req.queryParam)))
-		if err != nil {
-			return nil, err
-		}
-		if truncated {
-			return nil, tooLarge(limit)
-		}
-		if len(rest) == 0 {
-			return &command{stmt: stmt, sql: req.queryParam}, nil
-		}
-		return commandFromSQL(req.queryParam+"\n"+string(rest), nil, opts)
+		return commandFromParam(req.queryParam, body, encoding, opts, limit)
 	}
 	prefix, truncated, err := readLimited(body, limit)
 	if err != nil {
@@ -296,6 +259,57 @@ func (s *Server) readCommand(req *request, body io.Reader, encoding string) (*co
 		return nil, tooLarge(limit)
 	}
 	return cmd, nil
+}
+
+// commandFromParam assembles the command of a request with a query
+// parameter: its statement, then the body as INSERT data (of a format
+// other than Values) or as the rest of the SQL.
+func commandFromParam(param string, body io.Reader, encoding string, opts sqlguard.Options, limit int64) (*command, error) {
+	if int64(len(param)) > limit {
+		return nil, tooLarge(limit)
+	}
+	stmt, err := inspect(param, opts)
+	if err != nil {
+		return nil, err
+	}
+	if ins := stmt.Insert; ins != nil && ins.Format != "Values" {
+		return insertFromParam(param, stmt, body, encoding)
+	}
+	if encoding != "" && encoding != "identity" {
+		if body, err = decompress(body, encoding); err != nil {
+			return nil, err
+		}
+	}
+	rest, truncated, err := readLimited(body, limit-int64(len(param)))
+	if err != nil {
+		return nil, err
+	}
+	if truncated {
+		return nil, tooLarge(limit)
+	}
+	if len(rest) == 0 {
+		return &command{stmt: stmt, sql: param}, nil
+	}
+	return commandFromSQL(param+"\n"+string(rest), nil, opts)
+}
+
+// insertFromParam is the command of an INSERT in the query parameter: its
+// data is what follows FORMAT in the parameter, then the body, which the
+// engine decompresses.
+func insertFromParam(param string, stmt *sqlguard.Statement, body io.Reader, encoding string) (*command, error) {
+	inline := param[stmt.Insert.DataOffset:]
+	comp, err := engineCompression(encoding)
+	if err != nil {
+		return nil, err
+	}
+	data := body
+	if inline != "" {
+		if comp != "" {
+			return nil, newException(CodeBadArguments, "INSERT data in the query parameter cannot be combined with a compressed body")
+		}
+		data = io.MultiReader(strings.NewReader(inline+"\n"), body)
+	}
+	return &command{stmt: stmt, sql: param, data: data, compression: comp}, nil
 }
 
 // inspect runs the guard (package sqlguard) over a statement; a refused

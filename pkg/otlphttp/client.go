@@ -37,7 +37,7 @@ func New(baseURL, authorization string) *Client {
 	if !strings.HasSuffix(endpoint, "/v1development/profiles") {
 		endpoint += "/v1development/profiles"
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone() //nolint:forcetypeassert // net/http's default is an *http.Transport
+	transport := http.DefaultTransport.(*http.Transport).Clone() // net/http's default is an *http.Transport
 	transport.DialContext = selftrace.DialWithoutLabels((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
 	return &Client{Endpoint: endpoint, Authorization: authorization, HTTP: &http.Client{Timeout: 60 * time.Second, Transport: transport}}
 }

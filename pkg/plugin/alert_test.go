@@ -52,7 +52,7 @@ func requireAlertSeries(t *testing.T, frames data.Frames) {
 		require.Equal(t, data.FieldTypeTime, f.Fields[0].Type())
 		require.Equal(t, data.FieldTypeFloat64, f.Fields[1].Type())
 		for i := 1; i < f.Rows(); i++ {
-			require.True(t, f.Fields[0].At(i).(time.Time).After(f.Fields[0].At(i-1).(time.Time)), "times ascend") //nolint:forcetypeassert // a time field
+			require.True(t, f.Fields[0].At(i).(time.Time).After(f.Fields[0].At(i-1).(time.Time)), "times ascend") // a time field
 		}
 	}
 }
@@ -195,7 +195,7 @@ func TestAlertQueries(t *testing.T) {
 			require.Equal(t, []data.FieldType{data.FieldTypeString, data.FieldTypeFloat64}, []data.FieldType{frames[0].Fields[0].Type(), frames[0].Fields[1].Type()})
 			got := map[string]float64{}
 			for i := range frames[0].Rows() {
-				got[frames[0].Fields[0].At(i).(string)] = frames[0].Fields[1].At(i).(float64) //nolint:forcetypeassert // string and float64 fields
+				got[frames[0].Fields[0].At(i).(string)] = frames[0].Fields[1].At(i).(float64) // string and float64 fields
 			}
 			var grow, cache float64
 			for _, s := range heapSnapshots {

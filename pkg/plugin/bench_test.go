@@ -63,7 +63,7 @@ func BenchmarkQuery(b *testing.B) {
 	// The fixture's datasource caches no answers; this one does (the
 	// "-cached" queries: their range ended over a minute ago).
 	settings := embeddedSettings(b, f.ds.settings.Profiles.Database)
-	settings["profiles"].(map[string]any)["cache"] = "auto" //nolint:forcetypeassert // built by embeddedSettings
+	settings["profiles"].(map[string]any)["cache"] = "auto" // built by embeddedSettings
 	cached := &fixture{ds: instance(b, settings, nil)}
 	for _, bq := range []struct {
 		name     string
@@ -182,7 +182,7 @@ func BenchmarkQueryRateScaling(b *testing.B) {
 	fillSamples(b, f, "", start, minutes, hours, 1)
 	fillSamples(b, f, "double", start, minutes, hours, 2)
 	settings := embeddedSettings(b, f.ds.settings.Profiles.Database)
-	settings["profiles"].(map[string]any)["tenant"] = "double" //nolint:forcetypeassert // built by embeddedSettings
+	settings["profiles"].(map[string]any)["tenant"] = "double" // built by embeddedSettings
 	double := &fixture{ds: instance(b, settings, nil), ingest: f.ingest}
 	end := start.Add(time.Duration(minutes)*time.Minute - 17*time.Second)
 	for _, bq := range []struct {

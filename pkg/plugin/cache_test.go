@@ -248,7 +248,7 @@ func TestCacheModes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			settings := embeddedSettings(t, f.ds.settings.Profiles.Database)
 			for k, v := range profiles {
-				settings["profiles"].(map[string]any)[k] = v //nolint:forcetypeassert // built by embeddedSettings
+				settings["profiles"].(map[string]any)[k] = v // built by embeddedSettings
 			}
 			ds := instance(t, settings, nil)
 			rec := recordQueries(t, ds)
@@ -260,7 +260,7 @@ func TestCacheModes(t *testing.T) {
 	}
 
 	settings := embeddedSettings(t, f.ds.settings.Profiles.Database)
-	settings["profiles"].(map[string]any)["cache"] = "clickhouse" //nolint:forcetypeassert // built by embeddedSettings
+	settings["profiles"].(map[string]any)["cache"] = "clickhouse" // built by embeddedSettings
 	ds := instance(t, settings, nil)
 	conn, err = ds.connection()
 	require.NoError(t, err)
@@ -278,7 +278,7 @@ func TestCacheModes(t *testing.T) {
 	for _, bad := range []map[string]any{{"cache": "sometimes"}, {"cacheTtl": "soon"}, {"cacheClosedAfter": "-1"}} {
 		settings := embeddedSettings(t, "default")
 		for k, v := range bad {
-			settings["profiles"].(map[string]any)[k] = v //nolint:forcetypeassert // built by embeddedSettings
+			settings["profiles"].(map[string]any)[k] = v // built by embeddedSettings
 		}
 		_, err := LoadSettings(backend.DataSourceInstanceSettings{JSONData: mustJSON(t, settings)})
 		require.Error(t, err, "%v", bad)

@@ -50,12 +50,12 @@ func TestCollectorDistributionMatchesIngest(t *testing.T) {
 
 	cfg, err := otelcoltest.LoadConfig(otelcoltest.ExampleConfigFile())
 	require.NoError(t, err)
-	cfg.Extensions["file_storage"].(map[string]any)["directory"] = t.TempDir() //nolint:forcetypeassert // the example's extension
+	cfg.Extensions["file_storage"].(map[string]any)["directory"] = t.TempDir() // the example's extension
 	ch := otelcoltest.ClickHouseExporter(srv, db)
 	for name, exp := range cfg.Exporters {
 		for _, key := range []string{"endpoint", "username", "password", "database", "tls"} {
 			if v, ok := ch[key]; ok {
-				exp.(map[string]any)[key] = v //nolint:forcetypeassert // the example's exporters are maps
+				exp.(map[string]any)[key] = v // the example's exporters are maps
 			}
 		}
 		require.Contains(t, []string{"clickhouse", "flamehouse"}, name)
@@ -94,7 +94,7 @@ func TestCollectorDistributionMatchesIngest(t *testing.T) {
 
 	settings := embeddedSettings(t, db)
 	for k, v := range padding {
-		settings["profiles"].(map[string]any)[k] = v //nolint:forcetypeassert // built by embeddedSettings
+		settings["profiles"].(map[string]any)[k] = v // built by embeddedSettings
 	}
 	viaCollector := &fixture{ds: instance(t, settings, nil)}
 

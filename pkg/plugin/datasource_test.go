@@ -144,7 +144,7 @@ func TestQueryDataReportsBrokenSettingsAndUnreachableServersPerQuery(t *testing.
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a TCP listener
+	port := ln.Addr().(*net.TCPAddr).Port // a TCP listener
 	require.NoError(t, ln.Close())        // nothing listens there now
 	ds = instance(t, map[string]any{"host": "127.0.0.1", "port": port, "protocol": "http", "dialTimeout": "1"}, nil)
 	now := time.Now()

@@ -112,7 +112,7 @@ func informationFloor(b *testing.B, s *peerSide, events int64) peerFloor {
 		"SELECT count(), entropy(cityHash64(SampleAttributes, SeriesId)), countIf(TraceId != '') FROM "+s.db+".otel_profile_samples").
 		Scan(&rows, &f.bits, &links))
 	f.attrs = int64(float64(rows) * f.bits / 8)
-	f.links = int64(links) * 24 //nolint:gosec // G115: row counts fit
+	f.links = int64(links) * 24
 	// Compact parts keep no per-column sizes: measure a wide copy.
 	ctx := clickhouse.Context(context.Background(), clickhouse.WithSettings(clickhouse.Settings{"allow_suspicious_low_cardinality_types": 1}))
 	wideCopy(ctx, b, s, "otel_profile_samples", "floor_samples", nil, "")

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/pproftest"
+	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/query"
-	"github.com/flamehouse/flamehouse/pkg/service"
 )
 
 // diffSink keeps the work of recordWork from being optimised away.
@@ -48,9 +48,9 @@ func diffXor(n int) int {
 func diffHash(n int) int {
 	s := uint64(1469598103934665603)
 	for i := range n {
-		s = (s ^ uint64(i)) * 1099511628211 //nolint:gosec // G115: a hash of the loop counter
+		s = (s ^ uint64(i)) * 1099511628211
 	}
-	return int(s & 0xffff) //nolint:gosec // G115: masked
+	return int(s & 0xffff)
 }
 
 // recordWork writes a real CPU profile of this process running the given
@@ -73,18 +73,26 @@ func recordWork(t *testing.T, path string, d time.Duration, at time.Time, square
 
 func writeProfile(t *testing.T, path string, prof *profile.Profile) {
 	t.Helper()
-	f, err := os.Create(path) //nolint:gosec // G304: the test's own temporary file
+	f, err := os.Create(path)
 	require.NoError(t, err)
 	require.NoError(t, prof.Write(f))
 	require.NoError(t, f.Close())
 }
 
-// importProfiles runs `flamehouse import` against the fixture's ingest.
-func importProfiles(t *testing.T, f *fixture, args ...string) {
+// importProfiles sends pprof files to the fixture's ingest as `flamehouse
+// import` does: converted by pprofconv, with service.name and the
+// attributes (key, value, ...) as resource attributes.
+func importProfiles(t *testing.T, f *fixture, serviceName string, attrs []string, paths ...string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code := service.Main(append([]string{"import", "-endpoint", "http://" + f.ingest.HTTPAddress()}, args...), &out, &errOut)
-	require.Equal(t, 0, code, errOut.String())
+	for _, path := range paths {
+		raw, err := os.ReadFile(path)
+		require.NoError(t, err)
+		prof, err := profile.ParseData(raw)
+		require.NoError(t, err)
+		req, err := pprofconv.Convert(prof, pprofconv.Options{ResourceAttributes: append([]string{"service.name", serviceName}, attrs...)})
+		require.NoError(t, err)
+		f.send(t, req)
+	}
 }
 
 // pprofDiffTop runs `go tool pprof -top -diff_base=base path`: per
@@ -93,7 +101,7 @@ func pprofDiffTop(t *testing.T, base, path string) (flat, cum map[string]int64) 
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	require.NoError(t, err)
-	out, err := exec.CommandContext(t.Context(), goBin, "tool", "pprof", "-top", "-diff_base="+base, "-nodecount=100000", //nolint:gosec // G204: fixed arguments and test files
+	out, err := exec.CommandContext(t.Context(), goBin, "tool", "pprof", "-top", "-diff_base="+base, "-nodecount=100000",
 		"-nodefraction=0", "-edgefraction=0", "-unit=ns", path).CombinedOutput()
 	require.NoError(t, err, string(out))
 	flat, cum = map[string]int64{}, map[string]int64{}
@@ -146,9 +154,9 @@ func readDiffFrame(t *testing.T, f *data.Frame, unit string) []diffFrameRow {
 	rows := make([]diffFrameRow, f.Rows())
 	for i := range rows {
 		rows[i] = diffFrameRow{
-			level: byName["level"].At(i).(int64), value: byName["value"].At(i).(int64), self: byName["self"].At(i).(int64), //nolint:forcetypeassert // int64 fields
-			valueRt: byName["valueRight"].At(i).(int64), selfRt: byName["selfRight"].At(i).(int64), //nolint:forcetypeassert // as above
-			label: names[byName["label"].At(i).(data.EnumItemIndex)], //nolint:forcetypeassert // an enum field
+			level: byName["level"].At(i).(int64), value: byName["value"].At(i).(int64), self: byName["self"].At(i).(int64), // int64 fields
+			valueRt: byName["valueRight"].At(i).(int64), selfRt: byName["selfRight"].At(i).(int64),
+			label: names[byName["label"].At(i).(data.EnumItemIndex)], // an enum field
 		}
 	}
 	return rows
@@ -209,8 +217,8 @@ func TestDiffMatchesPprof(t *testing.T) {
 	beforePath, afterPath := filepath.Join(dir, "before.pb.gz"), filepath.Join(dir, "after.pb.gz")
 	recordWork(t, beforePath, 1500*time.Millisecond, before, 300_000, 50_000, 0)
 	recordWork(t, afterPath, 1500*time.Millisecond, after, 100_000, 200_000, 100_000)
-	importProfiles(t, f, "-service", "diffsvc", "-attr", "version=before", beforePath)
-	importProfiles(t, f, "-service", "diffsvc", "-attr", "version=after", afterPath)
+	importProfiles(t, f, "diffsvc", []string{"version", "before"}, beforePath)
+	importProfiles(t, f, "diffsvc", []string{"version", "after"}, afterPath)
 
 	flatBefore, cumBefore := pproftest.Top(t, beforePath)
 	flatAfter, cumAfter := pproftest.Top(t, afterPath)
@@ -257,7 +265,7 @@ func TestDiffMatchesPprof(t *testing.T) {
 			require.Equal(t, nonZero(flatAfter), nonZero(top.selfR), "right self = after's flat")
 			require.Equal(t, cumAfter, nonZero(top.totalR), "right total = after's cum")
 			if tc.scale != 1 {
-				info := frames[0].Meta.Custom.(map[string]any)["diff"].(query.DiffInfo) //nolint:forcetypeassert // set by the engine
+				info := frames[0].Meta.Custom.(map[string]any)["diff"].(query.DiffInfo) // set by the engine
 				require.InDelta(t, tc.scale, info.LeftScale, 1e-9)
 				require.NotEmpty(t, frames[0].Meta.Notices, "the scaling is said")
 				return
@@ -335,7 +343,7 @@ func TestDiffTruncationKeepsWhatGrew(t *testing.T) {
 	beforePath, afterPath := filepath.Join(dir, "before.pb.gz"), filepath.Join(dir, "after.pb.gz")
 	writeProfile(t, beforePath, syntheticProfile(at.Add(-time.Hour), beforeSamples))
 	writeProfile(t, afterPath, syntheticProfile(at, afterSamples))
-	importProfiles(t, f, "-service", "truncsvc", beforePath, afterPath)
+	importProfiles(t, f, "truncsvc", nil, beforePath, afterPath)
 	_, cumBefore := pproftest.Top(t, beforePath)
 	_, cumAfter := pproftest.Top(t, afterPath)
 	require.Equal(t, int64(30_000_000), cumBefore["grew"])

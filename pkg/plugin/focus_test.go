@@ -20,6 +20,32 @@ func pathRows(rows []flameRow) map[string]flameRow {
 	return out
 }
 
+// smallestFoldedParent is the path of the node below the root, with an
+// "other" child in the truncated rows (plain), whose subtree in the
+// untruncated rows (full) is the smallest of at least two nodes, and that
+// size.
+func smallestFoldedParent(full, plain map[string]flameRow) (parent string, smallest int) {
+	size := func(p string) int {
+		n := 0
+		for path := range full {
+			if strings.HasPrefix(path, p+";") {
+				n++
+			}
+		}
+		return n
+	}
+	for path, r := range plain {
+		if r.label != "other" || !strings.Contains(path, ";") {
+			continue
+		}
+		p := strings.TrimSuffix(path, ";other")
+		if n := size(p); n >= 2 && (smallest == 0 || n < smallest) {
+			parent, smallest = p, n
+		}
+	}
+	return parent, smallest
+}
+
 // TestFocusPathOpensOther truncates a real ingest's flame graph, opens its
 // largest "other" row with focusPath, and checks the answer against the
 // untruncated flame graph: every row's value equals the node's, the opened
@@ -41,26 +67,7 @@ func TestFocusPathOpensOther(t *testing.T) {
 	plain := pathRows(plainRows)
 	// The "other" row whose parent has the smallest subtree: opened with a
 	// budget of its own, it shows in full.
-	var parent string
-	size := func(p string) int {
-		n := 0
-		for path := range full {
-			if strings.HasPrefix(path, p+";") {
-				n++
-			}
-		}
-		return n
-	}
-	smallest := 0
-	for path, r := range plain {
-		if r.label != "other" || !strings.Contains(path, ";") {
-			continue
-		}
-		p := strings.TrimSuffix(path, ";other")
-		if n := size(p); n >= 2 && (smallest == 0 || n < smallest) {
-			parent, smallest = p, n
-		}
-	}
+	parent, smallest := smallestFoldedParent(full, plain)
 	require.NotEmpty(t, parent, "the truncated graph folds children below the root: %v", plainRows)
 	require.Less(t, smallest, budget, "a subtree that fits the budget")
 

@@ -195,7 +195,7 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 		for i := range table.Rows() {
 			label, _ := table.Fields[0].ConcreteAt(i)
 			s, _ := table.Fields[1].ConcreteAt(i)
-			selfs[label.(string)] = s.(int64) //nolint:forcetypeassert // a string and an int64 field
+			selfs[label.(string)] = s.(int64) // a string and an int64 field
 		}
 		require.Equal(t, map[string]int64{"_PyEval_EvalFrameDefault [native]": 700, "py_beta": 300, "memcpy": 400, "c_work": 200}, nonZero(selfs))
 	})
@@ -236,7 +236,7 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 			names = append(names, fr.Fields[1].Config.DisplayNameFromDS)
 			link := fr.Fields[1].Config.Links
 			require.Len(t, link, 1)
-			require.Equal(t, []string{"kernel"}, link[0].Internal.Query.(map[string]any)["hideFrames"], //nolint:forcetypeassert // a query object
+			require.Equal(t, []string{"kernel"}, link[0].Internal.Query.(map[string]any)["hideFrames"], // a query object
 				"the series' flame graph hides what the query hides")
 		}
 		slices.Sort(names)

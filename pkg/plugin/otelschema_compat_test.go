@@ -87,7 +87,7 @@ func TestOTelExporterSchemaMatchesFlamehouse(t *testing.T) {
 func otelSettings(t testing.TB, database, table string) map[string]any {
 	t.Helper()
 	settings := embeddedSettings(t, database)
-	p := settings["profiles"].(map[string]any) //nolint:forcetypeassert // built by embeddedSettings
+	p := settings["profiles"].(map[string]any) // built by embeddedSettings
 	p["schema"], p["otelTable"] = "otel", table
 	return settings
 }
@@ -334,7 +334,7 @@ func seriesNanos(t *testing.T, frames data.Frames) float64 {
 		require.Equal(t, "suffix: cores", value.Config.Unit)
 		for i := range value.Len() {
 			v, _ := value.ConcreteAt(i)
-			sum += v.(float64) * 60 * 1e9 //nolint:forcetypeassert // float64 rates
+			sum += v.(float64) * 60 * 1e9 // float64 rates
 		}
 	}
 	return math.Round(sum)

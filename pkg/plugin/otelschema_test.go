@@ -118,7 +118,7 @@ func insertExporterRows(t *testing.T, db, table string, rows []exporterRow) {
 	for _, r := range rows {
 		stamps := make([]uint64, r.stamps)
 		for i := range stamps {
-			stamps[i] = uint64(r.at.UnixNano()) + uint64(i)*1e6 //nolint:gosec // G115: a recent time
+			stamps[i] = uint64(r.at.UnixNano()) + uint64(i)*1e6
 		}
 		sample := r.sample
 		if sample == nil {
@@ -234,7 +234,7 @@ func TestOTelSchemaSelectorsSpansAndSeries(t *testing.T) {
 		var cores float64
 		for i := range value.Len() {
 			v, _ := value.ConcreteAt(i)
-			cores += v.(float64) * 60 //nolint:forcetypeassert // rates over one-minute steps
+			cores += v.(float64) * 60 // rates over one-minute steps
 		}
 		got[value.Labels["k8s_pod_name"]] = int64(math.Round(cores * 1e9))
 	}

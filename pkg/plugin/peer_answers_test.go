@@ -68,6 +68,36 @@ func pprofTop(p *googlev1.Profile, limit int) ([]flame.Function, error) {
 		}
 		return ""
 	}
+	labels, err := pprofLocationLabels(p, str)
+	if err != nil {
+		return nil, err
+	}
+	names := flame.NewNames()
+	fns := flame.NewFunctions(names)
+	var stack []int32
+	for _, s := range p.GetSample() {
+		if len(s.GetValue()) == 0 {
+			return nil, errors.New("a sample without values")
+		}
+		stack = stack[:0]
+		ids := s.GetLocationId()
+		for i := len(ids) - 1; i >= 0; i-- { // root first
+			ls, ok := labels[ids[i]]
+			if !ok {
+				return nil, fmt.Errorf("no location %d", ids[i])
+			}
+			for j := len(ls) - 1; j >= 0; j-- {
+				stack = append(stack, names.ID(ls[j]))
+			}
+		}
+		fns.Add(stack, s.GetValue()[0])
+	}
+	return fns.Top(limit), nil
+}
+
+// pprofLocationLabels are the labels of each location's frames (see
+// pprofTop), innermost first, by location id.
+func pprofLocationLabels(p *googlev1.Profile, str func(int64) string) (map[uint64][]string, error) {
 	functions := map[uint64]*googlev1.Function{}
 	for _, f := range p.GetFunction() {
 		functions[f.GetId()] = f
@@ -99,27 +129,7 @@ func pprofTop(p *googlev1.Profile, limit int) ([]flame.Function, error) {
 		}
 		labels[loc.GetId()] = ls
 	}
-	names := flame.NewNames()
-	fns := flame.NewFunctions(names)
-	var stack []int32
-	for _, s := range p.GetSample() {
-		if len(s.GetValue()) == 0 {
-			return nil, errors.New("a sample without values")
-		}
-		stack = stack[:0]
-		ids := s.GetLocationId()
-		for i := len(ids) - 1; i >= 0; i-- { // root first
-			ls, ok := labels[ids[i]]
-			if !ok {
-				return nil, fmt.Errorf("no location %d", ids[i])
-			}
-			for j := len(ls) - 1; j >= 0; j-- {
-				stack = append(stack, names.ID(ls[j]))
-			}
-		}
-		fns.Add(stack, s.GetValue()[0])
-	}
-	return fns.Top(limit), nil
+	return labels, nil
 }
 
 // pyroscopeSelector is a measured query's label selector in Pyroscope's

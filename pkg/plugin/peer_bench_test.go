@@ -398,7 +398,7 @@ func (l *peerLoad) add(out io.Writer, req *collectorpb.ExportProfilesServiceRequ
 	l.samples += st.samples
 	l.cpuNanos += st.cpuNanos
 	l.payload += int64(len(body))
-	if err := binary.Write(out, binary.LittleEndian, uint32(len(body))); err != nil { //nolint:gosec // G115: requests are far below 4 GiB
+	if err := binary.Write(out, binary.LittleEndian, uint32(len(body))); err != nil {
 		return fmt.Errorf("write the request file: %w", err)
 	}
 	_, err = out.Write(body)
@@ -465,11 +465,11 @@ func (rawCodec) Marshal(v any) ([]byte, error) {
 	if b, ok := v.([]byte); ok {
 		return b, nil
 	}
-	return proto.Marshal(v.(proto.Message)) //nolint:forcetypeassert // gRPC passes messages
+	return proto.Marshal(v.(proto.Message)) // gRPC passes messages
 }
 
 func (rawCodec) Unmarshal(data []byte, v any) error {
-	return proto.Unmarshal(data, v.(proto.Message)) //nolint:forcetypeassert // as above
+	return proto.Unmarshal(data, v.(proto.Message))
 }
 
 func (rawCodec) Name() string { return "proto" }
@@ -524,7 +524,7 @@ func newOursSide(b *testing.B) *peerSide {
 	require.NoError(b, services.StartAndAwaitRunning(context.Background(), in))
 	b.Cleanup(func() { _ = services.StopAndAwaitTerminated(context.Background(), in) })
 	settings := embeddedSettings(b, tables.Database)
-	settings["profiles"].(map[string]any)["schema"] = "flamehouse" //nolint:forcetypeassert // built by embeddedSettings
+	settings["profiles"].(map[string]any)["schema"] = "flamehouse" // built by embeddedSettings
 	return &peerSide{
 		name: "flamehouse", addr: in.GRPCAddress(), db: tables.Database, conn: conn,
 		f:    &fixture{ds: instance(b, settings, nil), ingest: in},
@@ -560,7 +560,7 @@ func newCollectorSide(b *testing.B) *peerSide {
 		Pipelines: map[string]otelcoltest.Pipeline{"profiles": {Exporters: []string{"flamehouse"}}},
 	})
 	settings := embeddedSettings(b, db)
-	settings["profiles"].(map[string]any)["schema"] = "flamehouse" //nolint:forcetypeassert // built by embeddedSettings
+	settings["profiles"].(map[string]any)["schema"] = "flamehouse" // built by embeddedSettings
 	return &peerSide{
 		name: "collector", addr: col.GRPCEndpoint, db: db, conn: srv.Open(b),
 		f: &fixture{ds: instance(b, settings, nil)},
@@ -722,7 +722,7 @@ func (s *peerSide) measureBlocks(b *testing.B, w *peerWorkload) {
 	for _, blk := range blocks {
 		fi, err := os.Stat(blk.Path)
 		require.NoError(b, err, "pyroscope %s: block %s", w.name, blk.ID)
-		require.Equal(b, int64(blk.Size), fi.Size(), "pyroscope %s: block %s on disk is what the metastore records", w.name, blk.ID) //nolint:gosec // G115: block sizes fit
+		require.Equal(b, int64(blk.Size), fi.Size(), "pyroscope %s: block %s on disk is what the metastore records", w.name, blk.ID)
 		s.disk = append(s.disk, tableDisk{table: fmt.Sprintf("block %s (level %d)", blk.ID, blk.Level), rows: 1, bytes: fi.Size()})
 	}
 }
@@ -862,7 +862,7 @@ func (s *peerSide) flameRoot(b *testing.B, q peerQuery, to time.Time) int64 {
 // flameRootValue is a flame graph response's root value.
 func flameRootValue(r backend.DataResponse) int64 {
 	v, _ := r.Frames[0].Fields[1].ConcreteAt(0)
-	return v.(int64) //nolint:forcetypeassert // the value field is int64
+	return v.(int64) // the value field is int64
 }
 
 // topFunctions is the side's top functions by self over [from, to): the
@@ -881,7 +881,7 @@ func (s *peerSide) topFunctions(b *testing.B, from, to time.Time) []flame.Functi
 		label, _ := fr.Fields[0].ConcreteAt(i)
 		self, _ := fr.Fields[1].ConcreteAt(i)
 		total, _ := fr.Fields[2].ConcreteAt(i)
-		fns[i] = flame.Function{Label: label.(string), Self: self.(int64), Total: total.(int64)} //nolint:forcetypeassert // TableFrame's field types
+		fns[i] = flame.Function{Label: label.(string), Self: self.(int64), Total: total.(int64)} // TableFrame's field types
 	}
 	return fns
 }

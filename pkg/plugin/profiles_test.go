@@ -111,7 +111,7 @@ func TestProfilesListsAndOpensSingleProfiles(t *testing.T) {
 	}
 	var last time.Time
 	for i := range list.Rows() {
-		ts := field(t, list, "time").At(i).(time.Time) //nolint:forcetypeassert // a time field
+		ts := field(t, list, "time").At(i).(time.Time) // a time field
 		series := field(t, list, "seriesId").At(i).(string)
 		p, ok := byKey[series+"@"+strconv.FormatInt(ts.UnixNano(), 10)]
 		require.True(t, ok, "row %d is a profile that was sent", i)
@@ -121,7 +121,7 @@ func TestProfilesListsAndOpensSingleProfiles(t *testing.T) {
 		last = ts
 		require.Equal(t, p.Series.Service, field(t, list, "service").At(i))
 		require.Contains(t, field(t, list, "resource").At(i), "k8s.pod.name="+p.Series.Attributes["k8s.pod.name"])
-		require.Equal(t, int64(p.DurationNanos), field(t, list, "duration").At(i)) //nolint:gosec // G115: 5 s
+		require.Equal(t, int64(p.DurationNanos), field(t, list, "duration").At(i))
 		require.Equal(t, p.Events, field(t, list, "samples").At(i))
 		require.Equal(t, p.Total, field(t, list, "total").At(i))
 		require.Equal(t, p.FirstSecond*1000, field(t, list, "windowStart").At(i))

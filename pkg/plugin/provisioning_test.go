@@ -31,7 +31,7 @@ type provisionedDatasource struct {
 // does, with its environment variables unset.
 func readProvisioned(t *testing.T, path string) []provisionedDatasource {
 	t.Helper()
-	raw, err := os.ReadFile(path) //nolint:gosec // G304: a file of this repository
+	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	expanded := os.Expand(string(raw), func(string) string { return "" })
 	var file struct {
@@ -145,20 +145,23 @@ type alertRuleFile struct {
 		Folder   string `yaml:"folder"`
 		Interval string `yaml:"interval"`
 		Rules    []struct {
-			UID       string `yaml:"uid"`
-			Title     string `yaml:"title"`
-			Condition string `yaml:"condition"`
-			Data      []struct {
-				RefID             string `yaml:"refId"`
-				DatasourceUID     string `yaml:"datasourceUid"`
-				RelativeTimeRange struct {
-					From int64 `yaml:"from"`
-					To   int64 `yaml:"to"`
-				} `yaml:"relativeTimeRange"`
-				Model map[string]any `yaml:"model"`
-			} `yaml:"data"`
+			UID       string           `yaml:"uid"`
+			Title     string           `yaml:"title"`
+			Condition string           `yaml:"condition"`
+			Data      []alertRuleQuery `yaml:"data"`
 		} `yaml:"rules"`
 	} `yaml:"groups"`
+}
+
+// alertRuleQuery is one query (or expression) of a provisioned alert rule.
+type alertRuleQuery struct {
+	RefID             string `yaml:"refId"`
+	DatasourceUID     string `yaml:"datasourceUid"`
+	RelativeTimeRange struct {
+		From int64 `yaml:"from"`
+		To   int64 `yaml:"to"`
+	} `yaml:"relativeTimeRange"`
+	Model map[string]any `yaml:"model"`
 }
 
 // engineProfile is a CPU profile of service flamehouse as the demo's: Go
@@ -227,23 +230,31 @@ func TestProvisionedAlertRulesEvaluate(t *testing.T) {
 						continue
 					}
 					require.Equal(t, datasources[0].UID, d.DatasourceUID, "queries the provisioned datasource")
-					from := now.Add(-time.Duration(d.RelativeTimeRange.From) * time.Second)
-					frames := requireOK(t, alertQuery(t, ds, d.Model, from, now.Add(-time.Duration(d.RelativeTimeRange.To)*time.Second)))
-					requireAlertSeries(t, frames)
-					var values []float64
-					for _, fr := range frames {
-						for i := range fr.Rows() {
-							values = append(values, fr.Fields[1].At(i).(float64)) //nolint:forcetypeassert // float64 series
-						}
-					}
-					require.NotEmpty(t, values, "the rule's query has points on the demo's profiles")
-					if d.Model["ratio"] == true {
-						require.Len(t, values, 1, "one interval holds the profile")
-						require.InDelta(t, 0.95, values[0], 1e-9, "the engine's share of the CPU time")
-					}
+					requireAlertRuleQuery(t, ds, d, now)
 				}
 			})
 		}
 	}
 	require.Equal(t, 2, rules)
+}
+
+// requireAlertRuleQuery runs a rule's query over its relative range as the
+// alert evaluation does: it has points, and a ratio is the engine's share
+// of the CPU time (one interval).
+func requireAlertRuleQuery(t *testing.T, ds *Datasource, d alertRuleQuery, now time.Time) {
+	t.Helper()
+	from := now.Add(-time.Duration(d.RelativeTimeRange.From) * time.Second)
+	frames := requireOK(t, alertQuery(t, ds, d.Model, from, now.Add(-time.Duration(d.RelativeTimeRange.To)*time.Second)))
+	requireAlertSeries(t, frames)
+	var values []float64
+	for _, fr := range frames {
+		for i := range fr.Rows() {
+			values = append(values, fr.Fields[1].At(i).(float64)) // float64 series
+		}
+	}
+	require.NotEmpty(t, values, "the rule's query has points on the demo's profiles")
+	if d.Model["ratio"] == true {
+		require.Len(t, values, 1, "one interval holds the profile")
+		require.InDelta(t, 0.95, values[0], 1e-9, "the engine's share of the CPU time")
+	}
 }

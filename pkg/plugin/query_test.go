@@ -65,7 +65,7 @@ func newFixtureOn(t testing.TB, conn clickhouse.Conn, tables schema.Config, prof
 	t.Cleanup(func() { _ = services.StopAndAwaitTerminated(context.Background(), in) })
 
 	settings := embeddedSettings(t, tables.Database)
-	p := settings["profiles"].(map[string]any) //nolint:forcetypeassert // built by embeddedSettings
+	p := settings["profiles"].(map[string]any) // built by embeddedSettings
 	for k, v := range profiles {
 		p[k] = v
 	}
@@ -78,7 +78,7 @@ func (f *fixture) send(t testing.TB, req *collectorpb.ExportProfilesServiceReque
 	t.Helper()
 	body, err := proto.Marshal(req)
 	require.NoError(t, err)
-	resp, err := http.Post("http://"+f.ingest.HTTPAddress()+"/v1development/profiles", "application/x-protobuf", bytes.NewReader(body)) //nolint:noctx // a test
+	resp, err := http.Post("http://"+f.ingest.HTTPAddress()+"/v1development/profiles", "application/x-protobuf", bytes.NewReader(body))
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -227,7 +227,7 @@ func flameRowsIn(t testing.TB, f *data.Frame, unit string) []flameRow {
 		v, _ := value.ConcreteAt(i)
 		s, _ := self.ConcreteAt(i)
 		l, _ := label.ConcreteAt(i)
-		rows[i] = flameRow{level: lv.(int64), value: v.(int64), self: s.(int64), label: names[l.(data.EnumItemIndex)]} //nolint:forcetypeassert // the field types are checked by the SDK
+		rows[i] = flameRow{level: lv.(int64), value: v.(int64), self: s.(int64), label: names[l.(data.EnumItemIndex)]} // the field types are checked by the SDK
 	}
 	return rows
 }
@@ -267,10 +267,10 @@ func requireTable(t *testing.T, table *data.Frame, wantSelf, wantTotal map[strin
 		label, _ := table.Fields[0].ConcreteAt(i)
 		s, _ := table.Fields[1].ConcreteAt(i)
 		tot, _ := table.Fields[2].ConcreteAt(i)
-		if s.(int64) != 0 { //nolint:forcetypeassert // int64 fields
-			gotSelf[label.(string)] = s.(int64) //nolint:forcetypeassert // as above
+		if s.(int64) != 0 { // int64 fields
+			gotSelf[label.(string)] = s.(int64)
 		}
-		gotTotal[label.(string)] = tot.(int64) //nolint:forcetypeassert // as above
+		gotTotal[label.(string)] = tot.(int64)
 	}
 	require.Equal(t, wantSelf, gotSelf, "self per function")
 	require.Equal(t, wantTotal, gotTotal, "total per function, recursion counted once")
@@ -408,8 +408,8 @@ func tableTop(table *data.Frame) (self, total map[string]int64) {
 		label, _ := table.Fields[0].ConcreteAt(i)
 		s, _ := table.Fields[1].ConcreteAt(i)
 		tot, _ := table.Fields[2].ConcreteAt(i)
-		self[label.(string)] = s.(int64)    //nolint:forcetypeassert // typed fields
-		total[label.(string)] = tot.(int64) //nolint:forcetypeassert // as above
+		self[label.(string)] = s.(int64) // typed fields
+		total[label.(string)] = tot.(int64)
 	}
 	return self, total
 }
@@ -461,7 +461,7 @@ func TestMetricsPerGroupAddUpToTheTotal(t *testing.T) {
 		var cpu float64
 		for i := range value.Len() {
 			v, _ := value.ConcreteAt(i)
-			cpu += v.(float64) * 60 //nolint:forcetypeassert // float64 rates over one-minute steps
+			cpu += v.(float64) * 60 // float64 rates over one-minute steps
 		}
 		got[value.Labels["k8s_pod_name"]] = int64(math.Round(cpu * 1e9))
 	}
@@ -546,7 +546,7 @@ func TestRollupsAnswerLikeTheRawTable(t *testing.T) {
 		{"queryType": "table", "profileTypeId": cpuType},
 		{"queryType": "metrics", "profileTypeId": cpuType, "groupBy": []string{"service_name"}},
 	} {
-		t.Run(q["queryType"].(string), func(t *testing.T) { //nolint:forcetypeassert // set above
+		t.Run(q["queryType"].(string), func(t *testing.T) { // set above
 			q["labelSelector"] = `{thread_name=~".*"}` // a sample attribute: the raw table only
 			raw := requireOK(t, f.query(t, q, from, to))
 			require.Positive(t, raw[0].Rows())

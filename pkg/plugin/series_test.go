@@ -169,7 +169,7 @@ func seriesPoints(t *testing.T, frames data.Frames, label, unit string) map[stri
 		for i := range value.Len() {
 			at, _ := times.ConcreteAt(i)
 			v, _ := value.ConcreteAt(i)
-			out[key][at.(time.Time)] = v.(float64) //nolint:forcetypeassert // a time and a float64 field
+			out[key][at.(time.Time)] = v.(float64) // a time and a float64 field
 		}
 	}
 	return out
@@ -224,71 +224,87 @@ func TestGaugeSeriesAverageSnapshots(t *testing.T) {
 	from, to := start.Add(-time.Minute), start.Add(3*time.Minute) // whole minutes: rollups could answer
 	for name, ds := range datasources {
 		t.Run(name, func(t *testing.T) {
-			for _, tc := range []struct {
-				typeID, unit string
-				value        func(heapSnapshot) int64
-			}{
-				{inuseSpace, "bytes", heapBytes},
-				{inuseObjects, "short", func(s heapSnapshot) int64 { return s.objects }},
-			} {
-				t.Run(tc.typeID, func(t *testing.T) {
-					points := func(q map[string]any, label string) map[string]map[time.Time]float64 {
-						q["queryType"], q["profileTypeId"] = "metrics", tc.typeID
-						return seriesPoints(t, requireOK(t, navQuery(t, ds, q, from, to)), label, tc.unit)
-					}
-					require.Equal(t, heapExpected(start, byPod(tc.value)), points(map[string]any{"groupBy": []string{"k8s_pod_name"}}, "k8s_pod_name"))
-					require.Equal(t, heapExpected(start, func(s heapSnapshot) map[string]int64 { return map[string]int64{"": tc.value(s)} }),
-						points(map[string]any{"labelSelector": `{service_name="` + heapService + `"}`}, "k8s_pod_name"), "the pods add up")
-					// Grouped by a sample attribute, a pod's snapshot without
-					// cache samples counts as no cache.
-					require.Equal(t, heapExpected(start, func(s heapSnapshot) map[string]int64 {
-						kinds := map[string]int64{}
-						for _, p := range s.parts(tc.value(s)) {
-							kinds[p.kind] += p.value
-						}
-						return kinds
-					}), points(map[string]any{"groupBy": []string{"heap_kind"}}, "heap_kind"))
-				})
-			}
-
-			// The link of a point opens its minute's flame graph: the sum of
-			// the pod's snapshots in it.
-			q := map[string]any{"queryType": "metrics", "profileTypeId": inuseSpace, "groupBy": []string{"k8s_pod_name"}}
-			for _, f := range requireOK(t, navQuery(t, ds, q, from, to)) {
-				value := f.Fields[1]
-				pod := value.Labels["k8s_pod_name"]
-				require.Len(t, value.Config.Links, 1)
-				for i := range value.Len() {
-					at, _ := f.Fields[0].ConcreteAt(i)
-					minute := at.(time.Time) //nolint:forcetypeassert // the time field
-					var want int64
-					for _, s := range heapSnapshots {
-						if s.pod == pod && start.Add(s.at).Truncate(time.Minute).Equal(minute) {
-							want += s.bytes
-						}
-					}
-					flame := flameRowsIn(t, followLinkAt(t, ds, value.Config.Links[0], minute, from, to)[0], "bytes")
-					require.Equal(t, want, flame[0].value, "%s at %s", pod, minute)
-				}
-			}
-
-			// Allocated bytes add up: a rate per second over the minute.
-			q = map[string]any{"queryType": "metrics", "profileTypeId": allocSpace, "groupBy": []string{"k8s_pod_name"}}
-			perMinute := heapExpected(start, byPod(heapBytes))
-			for pod, points := range perMinute {
-				for minute := range points {
-					var sum int64
-					for _, s := range heapSnapshots {
-						if s.pod == pod && start.Add(s.at).Truncate(time.Minute).Equal(minute) {
-							sum += s.bytes
-						}
-					}
-					points[minute] = float64(sum) / 60
-				}
-			}
-			require.Equal(t, perMinute, seriesPoints(t, requireOK(t, navQuery(t, ds, q, from, to)), "k8s_pod_name", "binBps"))
+			requireGaugeAverages(t, ds, start, from, to)
+			requireGaugeLinksOpenMinutes(t, ds, start, from, to)
+			requireAllocatedRate(t, ds, start, from, to)
 		})
 	}
+}
+
+// requireGaugeAverages: in-use bytes and objects per minute, each pod's
+// average over its snapshots, by pod, added up, and by a sample attribute.
+func requireGaugeAverages(t *testing.T, ds *Datasource, start, from, to time.Time) {
+	t.Helper()
+	for _, tc := range []struct {
+		typeID, unit string
+		value        func(heapSnapshot) int64
+	}{
+		{inuseSpace, "bytes", heapBytes},
+		{inuseObjects, "short", func(s heapSnapshot) int64 { return s.objects }},
+	} {
+		t.Run(tc.typeID, func(t *testing.T) {
+			points := func(q map[string]any, label string) map[string]map[time.Time]float64 {
+				q["queryType"], q["profileTypeId"] = "metrics", tc.typeID
+				return seriesPoints(t, requireOK(t, navQuery(t, ds, q, from, to)), label, tc.unit)
+			}
+			require.Equal(t, heapExpected(start, byPod(tc.value)), points(map[string]any{"groupBy": []string{"k8s_pod_name"}}, "k8s_pod_name"))
+			require.Equal(t, heapExpected(start, func(s heapSnapshot) map[string]int64 { return map[string]int64{"": tc.value(s)} }),
+				points(map[string]any{"labelSelector": `{service_name="` + heapService + `"}`}, "k8s_pod_name"), "the pods add up")
+			// Grouped by a sample attribute, a pod's snapshot without
+			// cache samples counts as no cache.
+			require.Equal(t, heapExpected(start, func(s heapSnapshot) map[string]int64 {
+				kinds := map[string]int64{}
+				for _, p := range s.parts(tc.value(s)) {
+					kinds[p.kind] += p.value
+				}
+				return kinds
+			}), points(map[string]any{"groupBy": []string{"heap_kind"}}, "heap_kind"))
+		})
+	}
+}
+
+// requireGaugeLinksOpenMinutes: the link of a point opens its minute's
+// flame graph, the sum of the pod's snapshots in it.
+func requireGaugeLinksOpenMinutes(t *testing.T, ds *Datasource, start, from, to time.Time) {
+	t.Helper()
+	q := map[string]any{"queryType": "metrics", "profileTypeId": inuseSpace, "groupBy": []string{"k8s_pod_name"}}
+	for _, f := range requireOK(t, navQuery(t, ds, q, from, to)) {
+		value := f.Fields[1]
+		pod := value.Labels["k8s_pod_name"]
+		require.Len(t, value.Config.Links, 1)
+		for i := range value.Len() {
+			at, _ := f.Fields[0].ConcreteAt(i)
+			minute := at.(time.Time) // the time field
+			var want int64
+			for _, s := range heapSnapshots {
+				if s.pod == pod && start.Add(s.at).Truncate(time.Minute).Equal(minute) {
+					want += s.bytes
+				}
+			}
+			flame := flameRowsIn(t, followLinkAt(t, ds, value.Config.Links[0], minute, from, to)[0], "bytes")
+			require.Equal(t, want, flame[0].value, "%s at %s", pod, minute)
+		}
+	}
+}
+
+// requireAllocatedRate: allocated bytes add up, a rate per second over the
+// minute.
+func requireAllocatedRate(t *testing.T, ds *Datasource, start, from, to time.Time) {
+	t.Helper()
+	q := map[string]any{"queryType": "metrics", "profileTypeId": allocSpace, "groupBy": []string{"k8s_pod_name"}}
+	perMinute := heapExpected(start, byPod(heapBytes))
+	for pod, points := range perMinute {
+		for minute := range points {
+			var sum int64
+			for _, s := range heapSnapshots {
+				if s.pod == pod && start.Add(s.at).Truncate(time.Minute).Equal(minute) {
+					sum += s.bytes
+				}
+			}
+			points[minute] = float64(sum) / 60
+		}
+	}
+	require.Equal(t, perMinute, seriesPoints(t, requireOK(t, navQuery(t, ds, q, from, to)), "k8s_pod_name", "binBps"))
 }
 
 // TestSeriesDisplayNames checks the name each time series shows in

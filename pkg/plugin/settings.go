@@ -76,7 +76,39 @@ type CustomSetting struct {
 	Value   string `json:"value"`
 }
 
-var settingName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+// SettingNamePattern is a ClickHouse setting's name (customSettings), in
+// the syntax Go's regexp and JavaScript's RegExp share.
+const SettingNamePattern = `^[a-zA-Z_][a-zA-Z0-9_]*$`
+
+var settingName = regexp.MustCompile(SettingNamePattern)
+
+// HTTPHeaderNameForbidden are the characters an HTTP header's name may not
+// contain.
+const HTTPHeaderNameForbidden = " :\r\n"
+
+// Defaults of the settings a datasource leaves empty that are the
+// datasource's own; LoadSettings and the accessors below apply them, and
+// the config editor shows them (src/generated/backend.ts, written by go
+// generate ./internal/tsgen). The others are the defaults of the packages
+// that own them: the connection's (chclient.DefaultProtocol,
+// chclient.DefaultUsername, chclient.DefaultDialTimeout), the schema's
+// (schema.DefaultDatabase, schema.DefaultTablePrefix) and the query's
+// (query.DefaultSchema, query.DefaultOTelTable, query.DefaultTracesTable,
+// query.DefaultMaxNodes, query.DefaultCacheMode, query.DefaultCacheTTL,
+// query.DefaultCacheClosedAfter).
+const (
+	DefaultQueryTimeout      = time.Minute
+	DefaultSpanWindowPadding = time.Minute
+	DefaultMinStep           = 15 * time.Second
+)
+
+// The server's port when a datasource sets none, by protocol and TLS.
+const (
+	DefaultPortNative       = 9000
+	DefaultPortNativeSecure = 9440
+	DefaultPortHTTP         = 8123
+	DefaultPortHTTPSecure   = 8443
+)
 
 // ProfilesSettings locate the Flamehouse tables and set query defaults.
 type ProfilesSettings struct {
@@ -157,10 +189,10 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 		}
 	}
 	if st.Protocol == "" {
-		st.Protocol = chclient.ProtocolNative
+		st.Protocol = chclient.DefaultProtocol
 	}
 	if st.Username == "" {
-		st.Username = "default"
+		st.Username = chclient.DefaultUsername
 	}
 	if st.Profiles.Database == "" {
 		st.Profiles.Database = schema.DefaultDatabase
@@ -169,7 +201,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 		st.Profiles.TablePrefix = schema.DefaultTablePrefix
 	}
 	if st.Profiles.Schema == "" {
-		st.Profiles.Schema = query.SchemaFlamehouse
+		st.Profiles.Schema = query.DefaultSchema
 	}
 	if st.Profiles.OTelTable == "" {
 		st.Profiles.OTelTable = query.DefaultOTelTable
@@ -181,7 +213,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (Settings, error) {
 		st.Profiles.TracesTable = query.DefaultTracesTable
 	}
 	if st.Profiles.Cache == "" {
-		st.Profiles.Cache = query.CacheAuto
+		st.Profiles.Cache = query.DefaultCacheMode
 	}
 	return st, st.validate()
 }
@@ -200,7 +232,7 @@ func (s *Settings) validate() error {
 		}
 	}
 	for _, h := range s.HTTPHeaders {
-		if h.Name == "" || strings.ContainsAny(h.Name, " :\r\n") {
+		if h.Name == "" || strings.ContainsAny(h.Name, HTTPHeaderNameForbidden) {
 			err = errors.Join(err, fmt.Errorf("HTTP header name %q is not valid", h.Name))
 		}
 	}
@@ -266,8 +298,8 @@ func seconds(v string, def time.Duration) (time.Duration, error) {
 
 // queryOptions are the query defaults of the settings.
 func (s *Settings) queryOptions() query.Options {
-	padding, _ := seconds(s.Profiles.SpanWindowPadding, time.Minute)
-	minStep, _ := seconds(s.Profiles.MinStep, 15*time.Second)
+	padding, _ := seconds(s.Profiles.SpanWindowPadding, DefaultSpanWindowPadding)
+	minStep, _ := seconds(s.Profiles.MinStep, DefaultMinStep)
 	return query.Options{
 		DefaultProfileType: s.Profiles.DefaultProfileType, DefaultMaxNodes: s.Profiles.DefaultMaxNodes,
 		SpanPadding: padding, MinStep: minStep,
@@ -287,7 +319,7 @@ func (s *Settings) cache() *query.Cache {
 
 // queryTimeout is the ClickHouse max_execution_time of a query.
 func (s *Settings) queryTimeout() time.Duration {
-	d, _ := seconds(s.QueryTimeout, time.Minute)
+	d, _ := seconds(s.QueryTimeout, DefaultQueryTimeout)
 	return d
 }
 
@@ -305,7 +337,7 @@ func (s *Settings) clientConfig() chclient.Config {
 	if port == 0 {
 		port = defaultPort(s.Protocol, s.Secure)
 	}
-	dial, _ := seconds(s.DialTimeout, 10*time.Second)
+	dial, _ := seconds(s.DialTimeout, chclient.DefaultDialTimeout)
 	cfg := chclient.DefaultConfig()
 	cfg.Address = net.JoinHostPort(s.Host, strconv.Itoa(port))
 	cfg.Protocol = s.Protocol
@@ -343,11 +375,11 @@ func (s *Settings) clientConfig() chclient.Config {
 func defaultPort(protocol string, secure bool) int {
 	switch {
 	case protocol == chclient.ProtocolHTTP && secure:
-		return 8443
+		return DefaultPortHTTPSecure
 	case protocol == chclient.ProtocolHTTP:
-		return 8123
+		return DefaultPortHTTP
 	case secure:
-		return 9440
+		return DefaultPortNativeSecure
 	}
-	return 9000
+	return DefaultPortNative
 }

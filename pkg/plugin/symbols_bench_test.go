@@ -117,7 +117,7 @@ func BenchmarkSymbolResolution(b *testing.B) {
 
 	tenant := func(name string) *fixture {
 		settings := embeddedSettings(b, f.ds.settings.Profiles.Database)
-		settings["profiles"].(map[string]any)["tenant"] = name //nolint:forcetypeassert // built by embeddedSettings
+		settings["profiles"].(map[string]any)["tenant"] = name // built by embeddedSettings
 		return &fixture{ds: instance(b, settings, nil), ingest: f.ingest}
 	}
 	named, resolved := tenant("named"), tenant("native")

@@ -88,7 +88,7 @@ func probeRequest(t testing.TB, at time.Time, service string, probes []probe) *c
 	sp := otlpbuild.Scope(rp, "go.opentelemetry.io/ebpf-profiler", "v0.0.202633")
 	p := &pb.Profile{
 		SampleType: b.ValueType("samples", "count"), PeriodType: b.ValueType("cpu", "nanoseconds"),
-		Period: probePeriod, TimeUnixNano: uint64(at.UnixNano()), DurationNano: uint64(5 * time.Second), //nolint:gosec // G115: a recent time
+		Period: probePeriod, TimeUnixNano: uint64(at.UnixNano()), DurationNano: uint64(5 * time.Second),
 	}
 	sp.Profiles = append(sp.Profiles, p)
 	for _, pr := range probes {
@@ -98,7 +98,7 @@ func probeRequest(t testing.TB, at time.Time, service string, probes []probe) *c
 		root := b.Location(0, 0, "go", otlpbuild.Line{Function: b.Function(pr.marker, "", "", 0)})
 		stamps := make([]uint64, pr.samples)
 		for i := range stamps {
-			stamps[i] = uint64(at.UnixNano()) + uint64(i)*1e6 //nolint:gosec // G115: a recent time
+			stamps[i] = uint64(at.UnixNano()) + uint64(i)*1e6
 		}
 		p.Samples = append(p.Samples, &pb.Sample{StackIndex: b.Stack(leaf, root), TimestampsUnixNano: stamps})
 	}
@@ -121,7 +121,7 @@ func storeSymbolsFrom(t testing.TB, tables schema.Config, source string, files .
 	srv := chtest.Get(t)
 	store := symbols.NewStore(tables, srv.Open(t), srv.NativeInserter(t))
 	for _, file := range files {
-		fh, err := os.Open(file) //nolint:gosec // G304: the test's own file
+		fh, err := os.Open(file)
 		require.NoError(t, err)
 		st, err := fh.Stat()
 		require.NoError(t, err)
@@ -342,7 +342,7 @@ func tableValues(t testing.TB, f *data.Frame) (self, total map[string]int64) {
 		l, _ := f.Fields[0].ConcreteAt(i)
 		s, _ := f.Fields[1].ConcreteAt(i)
 		tot, _ := f.Fields[2].ConcreteAt(i)
-		self[l.(string)], total[l.(string)] = s.(int64), tot.(int64) //nolint:forcetypeassert // TableFrame's types
+		self[l.(string)], total[l.(string)] = s.(int64), tot.(int64) // TableFrame's types
 	}
 	return self, total
 }
@@ -472,16 +472,16 @@ func executablesRows(t testing.TB, f *data.Frame, byBuildID bool) []executableRo
 	require.Equal(t, "${__data.fields.mappingFileFilter}", link["mappingFile"])
 	out := make([]executableRow, f.Rows())
 	for i := range out {
-		filter := f.Fields[9].At(i).(string)               //nolint:forcetypeassert // the view's types
-		if byBuildID && f.Fields[1].At(i).(string) != "" { //nolint:forcetypeassert // as above
+		filter := f.Fields[9].At(i).(string) // the view's types
+		if byBuildID && f.Fields[1].At(i).(string) != "" {
 			require.Empty(t, filter, "row %d: a build id names the executable, whatever the names it was mapped under", i)
 		} else {
 			require.Equal(t, f.Fields[8].At(i), filter, "row %d: without a build id, its file", i)
 		}
 		out[i] = executableRow{
-			executable: f.Fields[0].At(i).(string), buildID: f.Fields[1].At(i).(string), samples: f.Fields[2].At(i).(float64), //nolint:forcetypeassert // the view's types
-			symbolized: f.Fields[4].At(i).(float64), frames: f.Fields[5].At(i).(int64), source: f.Fields[6].At(i).(string), //nolint:forcetypeassert // as above
-			lastSeen: f.Fields[7].At(i).(time.Time), mappingFile: f.Fields[8].At(i).(string), //nolint:forcetypeassert // as above
+			executable: f.Fields[0].At(i).(string), buildID: f.Fields[1].At(i).(string), samples: f.Fields[2].At(i).(float64), // the view's types
+			symbolized: f.Fields[4].At(i).(float64), frames: f.Fields[5].At(i).(int64), source: f.Fields[6].At(i).(string),
+			lastSeen: f.Fields[7].At(i).(time.Time), mappingFile: f.Fields[8].At(i).(string),
 		}
 	}
 	return out
@@ -518,7 +518,7 @@ func TestExporterSchemaFramesAreNamedFromTheSymbolStore(t *testing.T) {
 	for i, a := range addrs {
 		rows = append(rows, exporterRow{
 			at: at, service: "checkout", sampleType: "samples", sampleUnit: "count", periodType: "cpu", periodUnit: "nanoseconds", period: cpuPeriod,
-			hash: uint64(i + 1), functions: []string{"", fmt.Sprintf("probe@0x%x", a)}, mappings: []string{"/opt/app/prog", ""}, files: []string{"", ""}, //nolint:gosec // G115: small
+			hash: uint64(i + 1), functions: []string{"", fmt.Sprintf("probe@0x%x", a)}, mappings: []string{"/opt/app/prog", ""}, files: []string{"", ""},
 			addresses: []uint64{a, 0}, stamps: 1,
 		})
 	}

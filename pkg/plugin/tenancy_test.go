@@ -81,7 +81,7 @@ func TestTenantUserDatasource(t *testing.T) {
 	settings := func(user, tenant string) map[string]any {
 		s := embeddedSettings(t, tables.Database)
 		s["username"] = user
-		s["profiles"].(map[string]any)["tenant"] = tenant //nolint:forcetypeassert // built by embeddedSettings
+		s["profiles"].(map[string]any)["tenant"] = tenant // built by embeddedSettings
 		return s
 	}
 	asA := instance(t, settings("tenant_a", ""), map[string]string{"password": tenancyPassword})

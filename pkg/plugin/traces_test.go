@@ -110,10 +110,10 @@ func newNavWorld(t *testing.T) *navWorld {
 	w.noTraces = bare.ds
 	otel := otelSettings(t, db, query.DefaultOTelTable)
 	for k, v := range padding {
-		otel["profiles"].(map[string]any)[k] = v //nolint:forcetypeassert // built by otelSettings
+		otel["profiles"].(map[string]any)[k] = v // built by otelSettings
 	}
 	w.otel = instance(t, otel, nil)
-	otel["profiles"].(map[string]any)["tracesDatabase"] = bare.ds.settings.Profiles.Database //nolint:forcetypeassert // as above
+	otel["profiles"].(map[string]any)["tracesDatabase"] = bare.ds.settings.Profiles.Database
 	w.otelNoTraces = instance(t, otel, nil)
 	return w
 }
@@ -209,12 +209,12 @@ func goStack(b *otlpbuild.Builder, mapping int32, file string, names ...string) 
 	locs := make([]int32, len(names))
 	for i, n := range names {
 		fn := b.Function(n, "", file, 1)
-		locs[len(names)-1-i] = b.Location(mapping, uint64(0x401000+0x100*len(n)+i), "go", otlpbuild.Line{Function: fn, Line: int64(10 + i)}) //nolint:gosec // G115: small
+		locs[len(names)-1-i] = b.Location(mapping, uint64(0x401000+0x100*len(n)+i), "go", otlpbuild.Line{Function: fn, Line: int64(10 + i)})
 	}
 	return b.Stack(locs...)
 }
 
-func nanos(t time.Time) uint64 { return uint64(t.UnixNano()) } //nolint:gosec // G115: times after 1970
+func nanos(t time.Time) uint64 { return uint64(t.UnixNano()) }
 
 func mustHex(s string) []byte {
 	b, err := hex.DecodeString(s)
@@ -387,13 +387,13 @@ func TestTraceFrameMarksSpansWithProfiles(t *testing.T) {
 				require.InDelta(t, float64(w.start.Add(s.start).UnixNano())/1e6, col("startTime").At(i), 0.001, "epoch ms")
 				require.InDelta(t, float64(s.end-s.start)/1e6, col("duration").At(i), 0.001, "ms")
 				require.Equal(t, map[string]any{"service.name": s.service, "service.namespace": "shop"},
-					tagMap(t, col("serviceTags").At(i).(json.RawMessage))) //nolint:forcetypeassert // a JSON field
+					tagMap(t, col("serviceTags").At(i).(json.RawMessage))) // a JSON field
 
-				raw := col("tags").At(i).(json.RawMessage) //nolint:forcetypeassert // a JSON field
+				raw := col("tags").At(i).(json.RawMessage) // a JSON field
 				tags := tagMap(t, raw)
 				require.Equal(t, s.name, tags["span.name"])
 				require.LessOrEqual(t, strings.Count(string(raw), `"`+query.ProfileIDTag+`"`), 1, "%s: one %s tag at most", s.name, query.ProfileIDTag)
-				mark := col("profileSpanID").At(i).(*string) //nolint:forcetypeassert // a nullable string field
+				mark := col("profileSpanID").At(i).(*string) // a nullable string field
 				if profiled[s.id] {
 					require.Equal(t, s.id, tags[query.ProfileIDTag], "Grafana's trace view finds the span's profile")
 					require.NotNil(t, mark)
@@ -410,7 +410,7 @@ func TestTraceFrameMarksSpansWithProfiles(t *testing.T) {
 				Name      string            `json:"name"`
 				Fields    []json.RawMessage `json:"fields"`
 			}
-			require.NoError(t, json.Unmarshal(col("logs").At(1).(json.RawMessage), &logs)) //nolint:forcetypeassert // a JSON field
+			require.NoError(t, json.Unmarshal(col("logs").At(1).(json.RawMessage), &logs)) // a JSON field
 			require.Len(t, logs, 1)
 			require.Equal(t, "cache miss", logs[0].Name)
 			require.InDelta(t, float64(w.start.Add(150*time.Millisecond).UnixNano())/1e6, logs[0].Timestamp, 0.001)
@@ -420,7 +420,7 @@ func TestTraceFrameMarksSpansWithProfiles(t *testing.T) {
 				SpanID  string          `json:"spanID"`
 				Tags    json.RawMessage `json:"tags"`
 			}
-			require.NoError(t, json.Unmarshal(col("references").At(1).(json.RawMessage), &refs)) //nolint:forcetypeassert // a JSON field
+			require.NoError(t, json.Unmarshal(col("references").At(1).(json.RawMessage), &refs)) // a JSON field
 			require.Len(t, refs, 1)
 			require.Equal(t, []string{linkedTrace, linkedSpan}, []string{refs[0].TraceID, refs[0].SpanID})
 			require.Equal(t, map[string]any{"link.kind": "follows"}, tagMap(t, refs[0].Tags))
@@ -487,7 +487,7 @@ func TestTraceWideReadsDropLeakedTraceContext(t *testing.T) {
 			var self int64
 			for i := range table.Rows() {
 				v, _ := table.Fields[1].ConcreteAt(i)
-				self += v.(int64) //nolint:forcetypeassert // int64 field
+				self += v.(int64) // int64 field
 			}
 			require.Equal(t, tc.want, self, "table: self adds up to the total")
 
@@ -498,7 +498,7 @@ func TestTraceWideReadsDropLeakedTraceContext(t *testing.T) {
 			ids, _ := spans.FieldByName("spanID")
 			var got []string
 			for i := range ids.Len() {
-				got = append(got, ids.At(i).(string)) //nolint:forcetypeassert // string field
+				got = append(got, ids.At(i).(string)) // string field
 			}
 			want := []string{spanOrder, spanCharge}
 			if tc.want == withLeak {
@@ -585,8 +585,8 @@ func TestSpansRankByProfileValue(t *testing.T) {
 					got := make([]row, f.Rows())
 					for i := range got {
 						got[i] = row{
-							f.Fields[0].At(i).(string), f.Fields[1].At(i).(string), f.Fields[2].At(i).(string), //nolint:forcetypeassert // typed fields
-							f.Fields[3].At(i).(string), f.Fields[4].At(i).(float64), f.Fields[5].At(i).(int64), f.Fields[6].At(i).(float64), //nolint:forcetypeassert // as above
+							f.Fields[0].At(i).(string), f.Fields[1].At(i).(string), f.Fields[2].At(i).(string), // typed fields
+							f.Fields[3].At(i).(string), f.Fields[4].At(i).(float64), f.Fields[5].At(i).(int64), f.Fields[6].At(i).(float64),
 						}
 					}
 					require.Len(t, got, len(tc.want))
@@ -643,8 +643,8 @@ func TestSeriesLinkToTheirFlameGraph(t *testing.T) {
 				for i := range value.Len() {
 					at, _ := f.Fields[0].ConcreteAt(i)
 					rate, _ := value.ConcreteAt(i)
-					want := int64(math.Round(rate.(float64) * 60 * 1e9))         //nolint:forcetypeassert // float64 rates
-					flame := followLinkAt(t, ds, link, at.(time.Time), from, to) //nolint:forcetypeassert // the time field
+					want := int64(math.Round(rate.(float64) * 60 * 1e9))         // float64 rates
+					flame := followLinkAt(t, ds, link, at.(time.Time), from, to) // the time field
 					require.Equal(t, want, rootValue(t, flame[0]), "%s at %s", pod, at)
 					sum += want
 				}

@@ -61,8 +61,8 @@ func Convert(p *profile.Profile, opts Options) (*collectorpb.ExportProfilesServi
 			SampleType:            b.ValueType(st.Type, st.Unit),
 			PeriodType:            periodType,
 			Period:                p.Period,
-			TimeUnixNano:          uint64(max(p.TimeNanos, 0)),     //nolint:gosec // G115: clamped to non-negative
-			DurationNano:          uint64(max(p.DurationNanos, 0)), //nolint:gosec // G115: clamped to non-negative
+			TimeUnixNano:          uint64(max(p.TimeNanos, 0)),
+			DurationNano:          uint64(max(p.DurationNanos, 0)),
 			OriginalPayloadFormat: "pprof",
 		}
 		for _, s := range p.Sample {

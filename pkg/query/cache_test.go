@@ -36,13 +36,13 @@ func (f *fakeRows) Scan(dest ...any) error {
 	for i, d := range dest {
 		switch v := d.(type) {
 		case *uint64:
-			*v = row[i].(uint64) //nolint:forcetypeassert // the test's rows
+			*v = row[i].(uint64) // the test's rows
 		case *int64:
-			*v = row[i].(int64) //nolint:forcetypeassert // as above
+			*v = row[i].(int64)
 		case *float64:
-			*v = row[i].(float64) //nolint:forcetypeassert // as above
+			*v = row[i].(float64)
 		case *string:
-			*v = row[i].(string) //nolint:forcetypeassert // as above
+			*v = row[i].(string)
 		default:
 			return fmt.Errorf("scan into %T", d)
 		}

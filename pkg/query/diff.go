@@ -161,13 +161,9 @@ func diffMeta(r *Request, scale float64) map[string]any {
 var ErrNotForAlerts = errors.New("not a numeric query")
 
 // notForAlerts explains which query types alert rules can use.
-func notForAlerts(queryType string) error {
-	what := map[string]string{
-		TypeProfile: "a flame graph", TypeDiff: "a diff flame graph", TypeTraces: "a trace", TypeSpans: "a ranking of spans",
-		TypeProfiles: "a list of profiles",
-	}[queryType]
+func notForAlerts(qt *queryType) error {
 	return fmt.Errorf("%w: queryType %q answers %s, which alert rules cannot evaluate; use queryType %q (time series, "+
-		"with groupBy, function and ratio) or %q (one number per function)", ErrNotForAlerts, queryType, what, TypeMetrics, TypeTable)
+		"with groupBy, function and ratio) or %q (one number per function)", ErrNotForAlerts, qt.name, qt.answers, TypeMetrics, TypeTable)
 }
 
 // alertTableFrame renders the top functions for an alert rule: one number

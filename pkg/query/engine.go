@@ -66,56 +66,110 @@ func (e *Engine) Run(ctx context.Context, r *Request) (data.Frames, error) {
 }
 
 func (e *Engine) run(ctx context.Context, r *Request) (data.Frames, error) {
-	if r.Alert && (r.Type == TypeProfile || r.Type == TypeDiff || r.Type == TypeTraces || r.Type == TypeSpans || r.Type == TypeExecutables ||
-		r.Type == TypeProfiles) {
-		return nil, notForAlerts(r.Type)
+	qt := queryTypeOf(r.Type)
+	if qt == nil {
+		return nil, fmt.Errorf("%w: queryType %q", ErrInvalidQuery, r.Type)
+	}
+	if r.Alert && !qt.alerts {
+		return nil, notForAlerts(qt)
 	}
 	if err := e.checkFilters(r); err != nil {
 		return nil, err
 	}
-	if r.Type == TypeProfiles {
-		f, err := e.profilesView(ctx, r)
-		if err != nil {
+	if qt.scoped {
+		if err := e.scopeSeries(ctx, r); err != nil {
 			return nil, err
 		}
-		return data.Frames{f}, nil
 	}
-	if err := e.scopeSeries(ctx, r); err != nil {
+	return qt.answer(e, ctx, r)
+}
+
+// queryType is a query type and how the engine answers it.
+type queryType struct {
+	name string
+	// answers says what it answers, for errors.
+	answers string
+	// alerts: alert rules may ask for it (they evaluate time series and
+	// tables, not flame graphs, traces or lists).
+	alerts bool
+	// scoped: a series id narrows the request to its service first
+	// (scopeSeries).
+	scoped bool
+	// answer reads the request's frames.
+	answer func(e *Engine, ctx context.Context, r *Request) (data.Frames, error)
+}
+
+// queryTypes are the query types a request may name (the first is the
+// default), each with its answer.
+var queryTypes = []queryType{
+	{name: TypeProfile, answers: "a flame graph", scoped: true, answer: (*Engine).answerGraphs},
+	{name: TypeMetrics, answers: "time series", alerts: true, scoped: true, answer: (*Engine).answerGraphs},
+	{name: TypeBoth, answers: "a flame graph and time series", alerts: true, scoped: true, answer: (*Engine).answerGraphs},
+	{name: TypeTable, answers: "a table of functions", alerts: true, scoped: true, answer: (*Engine).answerGraphs},
+	{name: TypeTraces, answers: "a trace", scoped: true, answer: (*Engine).answerTrace},
+	{name: TypeSpans, answers: "a ranking of spans", scoped: true, answer: (*Engine).answerSpans},
+	{name: TypeDiff, answers: "a diff flame graph", scoped: true, answer: (*Engine).answerDiff},
+	{name: TypeExecutables, answers: "a list of executables", scoped: true, answer: (*Engine).answerExecutables},
+	{name: TypeProfiles, answers: "a list of profiles", answer: (*Engine).answerProfiles},
+}
+
+// queryTypeOf is the query type named name, or nil.
+func queryTypeOf(name string) *queryType {
+	for i := range queryTypes {
+		if queryTypes[i].name == name {
+			return &queryTypes[i]
+		}
+	}
+	return nil
+}
+
+// one is an answer of one frame.
+func one(f *data.Frame, err error) (data.Frames, error) {
+	if err != nil {
 		return nil, err
 	}
-	if r.Type == TypeDiff {
-		f, err := e.diff(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		return data.Frames{f}, nil
-	}
+	return data.Frames{f}, nil
+}
+
+func (e *Engine) answerProfiles(ctx context.Context, r *Request) (data.Frames, error) {
+	return one(e.profilesView(ctx, r))
+}
+
+func (e *Engine) answerDiff(ctx context.Context, r *Request) (data.Frames, error) {
+	return one(e.diff(ctx, r))
+}
+
+func (e *Engine) answerTrace(ctx context.Context, r *Request) (data.Frames, error) {
 	traces, err := e.prepareTraces(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	if r.Type == TypeTraces {
-		f, err := e.trace(ctx, traces, r)
-		if err != nil {
-			return nil, err
-		}
-		return data.Frames{f}, nil
+	return one(e.trace(ctx, traces, r))
+}
+
+func (e *Engine) answerSpans(ctx context.Context, r *Request) (data.Frames, error) {
+	traces, err := e.prepareTraces(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return one(e.spans(ctx, e.layout(), traces, r))
+}
+
+func (e *Engine) answerExecutables(ctx context.Context, r *Request) (data.Frames, error) {
+	if _, err := e.prepareTraces(ctx, r); err != nil {
+		return nil, err
+	}
+	return one(e.executablesView(ctx, e.layout(), r))
+}
+
+// answerGraphs answers flame graphs, tables and time series: the stacks
+// of profile, table and both (not for alerts), the series of metrics and
+// both.
+func (e *Engine) answerGraphs(ctx context.Context, r *Request) (data.Frames, error) {
+	if _, err := e.prepareTraces(ctx, r); err != nil {
+		return nil, err
 	}
 	l := e.layout()
-	if r.Type == TypeSpans {
-		f, err := e.spans(ctx, l, traces, r)
-		if err != nil {
-			return nil, err
-		}
-		return data.Frames{f}, nil
-	}
-	if r.Type == TypeExecutables {
-		f, err := e.executablesView(ctx, l, r)
-		if err != nil {
-			return nil, err
-		}
-		return data.Frames{f}, nil
-	}
 	var frames data.Frames
 	if r.Type == TypeProfile || r.Type == TypeTable || (r.Type == TypeBoth && !r.Alert) {
 		stacks, names, err := l.stacks(ctx, r)
@@ -551,7 +605,7 @@ func (d *denseFrames) stack(i int) []int32 {
 
 // index32 converts a count that is far below 2^31 (frames of one answer).
 func index32(n int) int32 {
-	return int32(n) //nolint:gosec // G115: an answer holds far fewer than 2^31 frames
+	return int32(n)
 }
 
 // frameNames names the frames of an answer: each frame id's label, and the
@@ -612,7 +666,7 @@ func (n *nameIDs) add(fn *frameNames, names *flame.Names) {
 				}
 				path[i] = names.ID(l)
 			}
-			n.ids[id] = -int32(len(n.multi)) - 1 //nolint:gosec // G115: far fewer frames than 2^31
+			n.ids[id] = -int32(len(n.multi)) - 1
 			n.multi = append(n.multi, path)
 			continue
 		}

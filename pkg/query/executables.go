@@ -107,33 +107,11 @@ type exeFrame struct {
 
 func (l *flamehouseLayout) executables(ctx context.Context, r *Request) (*executableSums, error) {
 	e := l.e
-	keys, err := l.sampleKeys(ctx, r)
+	f, stacks, err := l.stackSums(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	var p params
-	f := buildFilter(&p, e.Tables, e.Tenant, r, keys)
-	segs := plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1)
-	rows, err := e.read(ctx, r, executableSumsSQL(&p, e.Tables, f, segs), p.args)
-	if err != nil {
-		return nil, fmt.Errorf("sum samples per stack: %w", err)
-	}
-	defer closeRows(rows)
-	var ids []uint64
-	var values, seen []int64
-	for rows.Next() {
-		var id uint64
-		var v, t int64
-		if err := rows.Scan(&id, &v, &t); err != nil {
-			return nil, err
-		}
-		ids, values, seen = append(ids, id), append(values, v), append(seen, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	sym := e.symbols()
-	stackFrames, err := e.stackFrames(ctx, f, ids, sym)
+	stackFrames, err := e.stackFrames(ctx, f, stacks.ids, e.symbols())
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +119,64 @@ func (l *flamehouseLayout) executables(ctx context.Context, r *Request) (*execut
 	if err != nil {
 		return nil, err
 	}
+	distinct, known := distinctFrames(stacks.ids, stackFrames)
 	frames := map[uint64]*exeFrame{}
+	if err := lookup(f, distinct, func(chunk []uint64) error { return e.loadExeFrames(ctx, f, chunk, pr.placement, frames) }); err != nil {
+		return nil, err
+	}
+	t := exeTally{out: &executableSums{}, sums: map[exeKey]*exeSum{}}
+	t.addStacks(stacks, stackFrames, frames)
+	natives, buildIDs := t.countFrames(frames, known)
+	if err := t.countResolved(ctx, e, natives, frames); err != nil {
+		return nil, err
+	}
+	t.out.stored = map[string]*executable{}
+	if pr.symbols && len(buildIDs) > 0 {
+		if t.out.stored, err = e.storedExecutables(ctx, buildIDs); err != nil {
+			return nil, err
+		}
+	}
+	return t.out, nil
+}
+
+// stackSums are the selection's stacks with their totals and the latest
+// time each was seen (Unix seconds).
+type stackSums struct {
+	ids          []uint64
+	values, seen []int64
+}
+
+// stackSums reads the selection's stacks and the filter they were read
+// with.
+func (l *flamehouseLayout) stackSums(ctx context.Context, r *Request) (*filter, stackSums, error) {
+	e := l.e
+	var out stackSums
+	keys, err := l.sampleKeys(ctx, r)
+	if err != nil {
+		return nil, out, err
+	}
+	var p params
+	f := buildFilter(&p, e.Tables, e.Tenant, r, keys)
+	segs := plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1)
+	rows, err := e.read(ctx, r, executableSumsSQL(&p, e.Tables, f, segs), p.args)
+	if err != nil {
+		return nil, out, fmt.Errorf("sum samples per stack: %w", err)
+	}
+	defer closeRows(rows)
+	for rows.Next() {
+		var id uint64
+		var v, t int64
+		if err := rows.Scan(&id, &v, &t); err != nil {
+			return nil, out, err
+		}
+		out.ids, out.values, out.seen = append(out.ids, id), append(out.values, v), append(out.seen, t)
+	}
+	return f, out, rows.Err()
+}
+
+// distinctFrames are the frames of the stacks, each once, and the set of
+// them.
+func distinctFrames(ids []uint64, stackFrames map[uint64][]uint64) ([]uint64, map[uint64]bool) {
 	var distinct []uint64
 	known := map[uint64]bool{}
 	for _, id := range ids {
@@ -152,43 +187,60 @@ func (l *flamehouseLayout) executables(ctx context.Context, r *Request) (*execut
 			}
 		}
 	}
-	if err := lookup(f, distinct, func(chunk []uint64) error { return e.loadExeFrames(ctx, f, chunk, pr.placement, frames) }); err != nil {
-		return nil, err
+	return distinct, known
+}
+
+// exeTally sums the view's executables, a row per view key.
+type exeTally struct {
+	out  *executableSums
+	sums map[exeKey]*exeSum
+}
+
+// of is the row of an executable, added on first sight; it shows the
+// longest of the names the executable was mapped under (the least in
+// byte order among equally long ones).
+func (t *exeTally) of(k exeKey) *exeSum {
+	s := t.sums[k.viewKey()]
+	if s == nil {
+		s = &exeSum{key: k.viewKey(), file: k.file}
+		t.sums[k.viewKey()] = s
+		t.out.exes = append(t.out.exes, s)
 	}
-	out := &executableSums{}
-	sums := map[exeKey]*exeSum{}
-	sumOf := func(k exeKey) *exeSum {
-		s := sums[k.viewKey()]
-		if s == nil {
-			s = &exeSum{key: k.viewKey(), file: k.file}
-			sums[k.viewKey()] = s
-			out.exes = append(out.exes, s)
-		}
-		if len(k.file) > len(s.file) || (len(k.file) == len(s.file) && k.file < s.file) {
-			s.file = k.file
-		}
-		return s
+	if len(k.file) > len(s.file) || (len(k.file) == len(s.file) && k.file < s.file) {
+		s.file = k.file
 	}
+	return s
+}
+
+// addStacks adds each stack's value to the total and to each executable
+// it runs through, once per stack.
+func (t *exeTally) addStacks(stacks stackSums, stackFrames map[uint64][]uint64, frames map[uint64]*exeFrame) {
 	inStack := map[exeKey]bool{}
-	for i, id := range ids {
-		out.total += values[i]
+	for i, id := range stacks.ids {
+		t.out.total += stacks.values[i]
 		clear(inStack)
 		for _, fr := range stackFrames[id] {
 			if x := frames[fr]; x != nil && !inStack[x.key.viewKey()] {
 				inStack[x.key.viewKey()] = true
-				s := sumOf(x.key)
-				s.value += values[i]
-				s.lastSeen = max(s.lastSeen, seen[i])
+				s := t.of(x.key)
+				s.value += stacks.values[i]
+				s.lastSeen = max(s.lastSeen, stacks.seen[i])
 			}
 		}
 	}
+}
+
+// countFrames counts the executables' frames of the stacks (known) and
+// those the sender named; it returns the unnamed native frames, which the
+// symbol store may resolve, and the build ids seen.
+func (t *exeTally) countFrames(frames map[uint64]*exeFrame, known map[uint64]bool) (map[uint64]nativeFrame, map[string]bool) {
 	natives := map[uint64]nativeFrame{}
 	buildIDs := map[string]bool{}
 	for id, x := range frames {
 		if !known[id] {
 			continue // a frame of the services that none of the stacks has
 		}
-		s := sumOf(x.key)
+		s := t.of(x.key)
 		s.frames++
 		switch {
 		case x.named:
@@ -200,31 +252,34 @@ func (l *flamehouseLayout) executables(ctx context.Context, r *Request) (*execut
 			buildIDs[x.key.buildID] = true
 		}
 	}
+	return natives, buildIDs
+}
+
+// countResolved counts the native frames the symbol store names.
+func (t *exeTally) countResolved(ctx context.Context, e *Engine, natives map[uint64]nativeFrame, frames map[uint64]*exeFrame) error {
 	res, err := e.resolution(ctx, natives)
-	if err != nil {
-		return nil, err
+	if err != nil || res == nil {
+		return err
 	}
-	if res != nil {
-		for id, n := range natives {
-			if t, _ := res.lookup(n); t != nil {
-				sums[frames[id].key.viewKey()].resolved++
-			}
+	for id, n := range natives {
+		if found, _ := res.lookup(n); found != nil {
+			t.sums[frames[id].key.viewKey()].resolved++
 		}
 	}
-	out.stored = map[string]*executable{}
-	if pr.symbols && len(buildIDs) > 0 {
-		list := make([]string, 0, len(buildIDs))
-		for id := range buildIDs {
-			if buildIDPattern.MatchString(id) {
-				list = append(list, id)
-			}
-		}
-		slices.Sort(list)
-		if out.stored, err = e.executables(ctx, list); err != nil {
-			return nil, err
+	return nil
+}
+
+// storedExecutables are the symbol store's executables of the build ids
+// (those spelled as build ids).
+func (e *Engine) storedExecutables(ctx context.Context, buildIDs map[string]bool) (map[string]*executable, error) {
+	list := make([]string, 0, len(buildIDs))
+	for id := range buildIDs {
+		if buildIDPattern.MatchString(id) {
+			list = append(list, id)
 		}
 	}
-	return out, nil
+	slices.Sort(list)
+	return e.executables(ctx, list)
 }
 
 // loadExeFrames reads the executables of frames into frames.

@@ -84,7 +84,7 @@ func (k FrameKinds) has(kind frameKind) bool { return k&(1<<kind) != 0 }
 func (k FrameKinds) Names() []string {
 	var out []string
 	for kind, name := range kindNames {
-		if name != "" && k.has(frameKind(kind)) { //nolint:gosec // G115: a handful of kinds
+		if name != "" && k.has(frameKind(kind)) {
 			out = append(out, name)
 		}
 	}
@@ -132,7 +132,7 @@ func markedFunction(fn string) (label string, kind frameKind, whole, ok bool) {
 		if name == "" {
 			continue
 		}
-		kind = frameKind(k) //nolint:gosec // G115: a handful of kinds
+		kind = frameKind(k)
 		if fn == collapsedLabel(kind) {
 			return "", kind, true, true
 		}
@@ -185,7 +185,7 @@ func newKindView(names *flame.Names, ids *nameIDs, kinds map[uint64]frameKind, h
 	v := &kindView{names: names, ids: ids, hide: hide, collapse: collapse, interpreted: interpreted, kinds: kinds}
 	for k := range kindNames {
 		if kindNames[k] != "" {
-			v.collapsed[k] = names.ID(collapsedLabel(frameKind(k))) //nolint:gosec // G115: a handful of kinds
+			v.collapsed[k] = names.ID(collapsedLabel(frameKind(k)))
 		}
 	}
 	return v
@@ -348,7 +348,7 @@ func (v *kindView) markedNative(e int32) int32 {
 		for i, l := range levels {
 			marked[i] = v.names.ID(markLabel(v.names.Label(l), kindNative))
 		}
-		m = -int32(len(v.ids.multi)) - 1 //nolint:gosec // G115: far fewer frames than 2^31
+		m = -int32(len(v.ids.multi)) - 1
 		v.ids.multi = append(v.ids.multi, marked)
 	}
 	v.marked[e] = m

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"slices"
 
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
@@ -18,6 +19,12 @@ const (
 	// profiles table: one row per sample with its frames in arrays.
 	SchemaOTel Schema = "otel"
 )
+
+// Schemas are the table layouts.
+var Schemas = []Schema{SchemaFlamehouse, SchemaOTel}
+
+// DefaultSchema is the layout of a datasource that names none.
+const DefaultSchema = SchemaFlamehouse
 
 // String is the schema's name, SchemaFlamehouse for "".
 func (s Schema) String() string {
@@ -71,4 +78,4 @@ func (e *Engine) layout() layout {
 
 // ValidSchema reports whether a schema name is known ("" is the default,
 // SchemaFlamehouse).
-func ValidSchema(s Schema) bool { return s == "" || s == SchemaFlamehouse || s == SchemaOTel }
+func ValidSchema(s Schema) bool { return s == "" || slices.Contains(Schemas, s) }

@@ -53,15 +53,22 @@ const (
 	FunctionSelf  = "self"  // the stacks whose leaf is the function
 )
 
-// Limits on what a query may ask for.
+// Limits on what a query may ask for. The exported ones are the query
+// editor's too (src/generated/backend.ts, written by go generate
+// ./internal/tsgen).
 const (
+	// DefaultMaxNodes caps a flame graph's nodes when neither the query nor
+	// the datasource sets maxNodes.
 	DefaultMaxNodes = 16384
-	MaxMaxNodes     = 1 << 20
-	maxSpanIDs      = 1000
-	maxGroupBy      = 8
-	maxSeries       = 10000
-	defaultSeries   = 100
-	defaultTopRows  = 1000
+	// MaxMaxNodes is the largest maxNodes.
+	MaxMaxNodes = 1 << 20
+	// MaxGroupBy is the most groupBy labels.
+	MaxGroupBy = 8
+	// MaxLimit is the largest limit (series, table rows, spans).
+	MaxLimit       = 10000
+	maxSpanIDs     = 1000
+	defaultSeries  = 100
+	defaultTopRows = 1000
 )
 
 // JSON is a query as Grafana sends it (Pyroscope's model plus traceId).
@@ -370,14 +377,17 @@ func minTime(a, b time.Time) time.Time {
 }
 
 func (r *Request) setType(t string) error {
-	switch t {
-	case "":
-		r.Type = TypeProfile
-	case TypeProfile, TypeMetrics, TypeBoth, TypeTable, TypeTraces, TypeSpans, TypeDiff, TypeExecutables, TypeProfiles:
-		r.Type = t
-	default:
-		return fmt.Errorf("queryType %q is not one of profile, metrics, both, table, traces, spans, diff, executables, profiles", t)
+	if t == "" {
+		t = queryTypes[0].name
 	}
+	if queryTypeOf(t) == nil {
+		names := make([]string, len(queryTypes))
+		for i, qt := range queryTypes {
+			names[i] = qt.name
+		}
+		return fmt.Errorf("queryType %q is not one of %s", t, strings.Join(names, ", "))
+	}
+	r.Type = t
 	return nil
 }
 
@@ -671,8 +681,8 @@ func (r *Request) setSpans(spans []string, traceID string) error {
 }
 
 func (r *Request) setGroupBy(labels []string) error {
-	if len(labels) > maxGroupBy {
-		return fmt.Errorf("groupBy has %d labels; at most %d are allowed", len(labels), maxGroupBy)
+	if len(labels) > MaxGroupBy {
+		return fmt.Errorf("groupBy has %d labels; at most %d are allowed", len(labels), MaxGroupBy)
 	}
 	for _, l := range labels {
 		if l == "" || len(l) > 256 {
@@ -691,8 +701,8 @@ func (r *Request) setLimits(limit, maxNodes *int64, defMaxNodes int) error {
 		if r.Type == TypeTable || r.Type == TypeExecutables {
 			r.Limit = defaultTopRows
 		}
-	case *limit < 0 || *limit > maxSeries:
-		errs = append(errs, fmt.Errorf("limit %d must be between 1 and %d", *limit, maxSeries))
+	case *limit < 0 || *limit > MaxLimit:
+		errs = append(errs, fmt.Errorf("limit %d must be between 1 and %d", *limit, MaxLimit))
 	default:
 		r.Limit = int(*limit)
 	}

@@ -173,7 +173,7 @@ func (r *Resolver) get(key tableKey, version int64) *rangeTable {
 	if !ok {
 		return nil
 	}
-	c := el.Value.(*cachedTable) //nolint:forcetypeassert // the list holds only these
+	c := el.Value.(*cachedTable) // the list holds only these
 	if c.version != version {
 		return nil
 	}
@@ -191,7 +191,7 @@ func (r *Resolver) put(key tableKey, version int64, t *rangeTable) {
 		r.tables = map[tableKey]*list.Element{}
 	}
 	if el, ok := r.tables[key]; ok {
-		r.bytes -= el.Value.(*cachedTable).table.size //nolint:forcetypeassert // the list holds only these
+		r.bytes -= el.Value.(*cachedTable).table.size // the list holds only these
 		r.lru.Remove(el)
 		delete(r.tables, key)
 	}
@@ -202,7 +202,7 @@ func (r *Resolver) put(key tableKey, version int64, t *rangeTable) {
 	r.bytes += t.size
 	for r.bytes > r.maxBytes() {
 		el := r.lru.Back()
-		c := el.Value.(*cachedTable) //nolint:forcetypeassert // the list holds only these
+		c := el.Value.(*cachedTable) // the list holds only these
 		r.lru.Remove(el)
 		delete(r.tables, c.key)
 		r.bytes -= c.table.size
@@ -345,65 +345,89 @@ func rangesSQL(p *params, tables schema.Config, tenant string, ids []string, ver
 func (e *Engine) loadTables(ctx context.Context, exes []*executable) (map[string]*rangeTable, error) {
 	out := map[string]*rangeTable{}
 	for chunk := range slices.Chunk(exes, 100) {
-		ids, versions := make([]string, len(chunk)), make([]int64, len(chunk))
-		for i, x := range chunk {
-			ids[i], versions[i] = x.buildID, x.updated
-			out[x.buildID] = &rangeTable{}
-		}
-		var p params
-		rows, err := e.Conn.Query(ctx, rangesSQL(&p, e.Tables, e.Tenant, ids, versions), p.args...)
-		if err != nil {
-			return nil, fmt.Errorf("load symbols: %w", err)
-		}
-		strs := map[string]string{}
-		intern := func(s string) string {
-			if v, ok := strs[s]; ok {
-				return v
-			}
-			strs[s] = s
-			return s
-		}
-		var id, funcs, files, lines string
-		var start, end uint64
-		for rows.Next() {
-			if err := rows.Scan(&id, &start, &end, &funcs, &files, &lines); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			t := out[id]
-			if t == nil || end <= start || (len(t.starts) > 0 && start < t.ends[len(t.ends)-1]) {
-				continue // a duplicate row before a merge, or an overlap: the first range wins
-			}
-			t.starts, t.ends = append(t.starts, start), append(t.ends, end)
-			t.first = append(t.first, uint32(len(t.funcs))) //nolint:gosec // G115: levels stay far below 2^32
-			fs, fl := strings.Split(funcs, "\x00"), strings.Split(files, "\x00")
-			for i, f := range fs {
-				file, line := "", uint32(0)
-				if i < len(fl) {
-					file = fl[i]
-				}
-				if 4*i+4 <= len(lines) {
-					line = binary.LittleEndian.Uint32([]byte(lines[4*i : 4*i+4]))
-				}
-				t.funcs, t.files, t.lines = append(t.funcs, intern(f)), append(t.files, intern(file)), append(t.lines, line)
-			}
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
+		if err := e.loadTableChunk(ctx, chunk, out); err != nil {
 			return nil, err
-		}
-		var strBytes int64
-		for s := range strs {
-			strBytes += int64(len(s)) + 16
-		}
-		for _, x := range chunk {
-			t := out[x.buildID]
-			t.first = append(t.first, uint32(len(t.funcs))) //nolint:gosec // G115: as above
-			t.size = int64(len(t.starts))*20 + int64(len(t.funcs))*36 + strBytes/int64(len(chunk)) + 256
 		}
 	}
 	return out, nil
+}
+
+// loadTableChunk reads the range tables of a chunk of executables into
+// out, their strings shared.
+func (e *Engine) loadTableChunk(ctx context.Context, chunk []*executable, out map[string]*rangeTable) error {
+	ids, versions := make([]string, len(chunk)), make([]int64, len(chunk))
+	for i, x := range chunk {
+		ids[i], versions[i] = x.buildID, x.updated
+		out[x.buildID] = &rangeTable{}
+	}
+	var p params
+	rows, err := e.Conn.Query(ctx, rangesSQL(&p, e.Tables, e.Tenant, ids, versions), p.args...)
+	if err != nil {
+		return fmt.Errorf("load symbols: %w", err)
+	}
+	defer rows.Close()
+	strs := interner{}
+	var id, funcs, files, lines string
+	var start, end uint64
+	for rows.Next() {
+		if err := rows.Scan(&id, &start, &end, &funcs, &files, &lines); err != nil {
+			return err
+		}
+		t := out[id]
+		if t == nil || end <= start || (len(t.starts) > 0 && start < t.ends[len(t.ends)-1]) {
+			continue // a duplicate row before a merge, or an overlap: the first range wins
+		}
+		t.addRange(start, end, funcs, files, lines, strs)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	strBytes := strs.bytes()
+	for _, x := range chunk {
+		t := out[x.buildID]
+		t.first = append(t.first, uint32(len(t.funcs)))
+		t.size = int64(len(t.starts))*20 + int64(len(t.funcs))*36 + strBytes/int64(len(chunk)) + 256
+	}
+	return nil
+}
+
+// addRange appends a range and its levels: functions and files separated
+// by NUL bytes, lines as little-endian UInt32s.
+func (t *rangeTable) addRange(start, end uint64, funcs, files, lines string, strs interner) {
+	t.starts, t.ends = append(t.starts, start), append(t.ends, end)
+	t.first = append(t.first, uint32(len(t.funcs)))
+	fs, fl := strings.Split(funcs, "\x00"), strings.Split(files, "\x00")
+	for i, f := range fs {
+		file, line := "", uint32(0)
+		if i < len(fl) {
+			file = fl[i]
+		}
+		if 4*i+4 <= len(lines) {
+			line = binary.LittleEndian.Uint32([]byte(lines[4*i : 4*i+4]))
+		}
+		t.funcs, t.files, t.lines = append(t.funcs, strs.of(f)), append(t.files, strs.of(file)), append(t.lines, line)
+	}
+}
+
+// interner keeps one copy of each string of the tables read together.
+type interner map[string]string
+
+// of is the kept copy of s.
+func (in interner) of(s string) string {
+	if v, ok := in[s]; ok {
+		return v
+	}
+	in[s] = s
+	return s
+}
+
+// bytes estimates the memory of the kept strings.
+func (in interner) bytes() int64 {
+	var n int64
+	for s := range in {
+		n += int64(len(s)) + 16
+	}
+	return n
 }
 
 // tablesFor returns the range tables of executables: cached ones at their

@@ -20,14 +20,14 @@ func newTable(rs ...testRange) *rangeTable {
 	t := &rangeTable{}
 	for _, r := range rs {
 		t.starts, t.ends = append(t.starts, r.start), append(t.ends, r.end)
-		t.first = append(t.first, uint32(len(t.funcs))) //nolint:gosec // G115: tiny
+		t.first = append(t.first, uint32(len(t.funcs)))
 		for _, l := range r.levels {
 			var line uint32
 			_, _ = fmt.Sscan(l[2], &line)
 			t.funcs, t.files, t.lines = append(t.funcs, l[0]), append(t.files, l[1]), append(t.lines, line)
 		}
 	}
-	t.first = append(t.first, uint32(len(t.funcs))) //nolint:gosec // G115: tiny
+	t.first = append(t.first, uint32(len(t.funcs)))
 	return t
 }
 
@@ -169,8 +169,8 @@ func BenchmarkResolutionNaming(b *testing.B) {
 		b.Run(fmt.Sprintf("frames=%d", frames), func(b *testing.B) {
 			natives := map[uint64]nativeFrame{}
 			for i := range frames {
-				va := uint64(0x1000 + (i*7919)%(ranges*size))                                                                                    //nolint:gosec // G115: small test values
-				natives[uint64(i)] = nativeFrame{buildID: fmt.Sprintf("%040x", i%ids), address: base + va, mappingStart: base, mappingOffset: 0} //nolint:gosec // G115: as above
+				va := uint64(0x1000 + (i*7919)%(ranges*size))
+				natives[uint64(i)] = nativeFrame{buildID: fmt.Sprintf("%040x", i%ids), address: base + va, mappingStart: base, mappingOffset: 0}
 			}
 			b.ReportAllocs()
 			for b.Loop() {

@@ -115,7 +115,7 @@ func render(q string, p *params) string {
 	b.WriteString(strings.ReplaceAll(q, " UNION ALL ", "\nUNION ALL "))
 	b.WriteString("\n-- parameters\n")
 	for _, a := range p.args {
-		n := a.(driver.NamedValue) //nolint:forcetypeassert // params holds only named values
+		n := a.(driver.NamedValue) // params holds only named values
 		fmt.Fprintf(&b, "-- %s = %q\n", n.Name, n.Value)
 	}
 	return b.String()
@@ -127,7 +127,7 @@ func requireGolden(t *testing.T, name, got string) {
 	if *update {
 		require.NoError(t, os.WriteFile(path, []byte(got), 0o600))
 	}
-	want, err := os.ReadFile(path) //nolint:gosec // G304: a golden file of this package
+	want, err := os.ReadFile(path)
 	require.NoError(t, err, "run go test ./pkg/query -update to create it")
 	require.Equal(t, string(want), got)
 }

@@ -100,9 +100,19 @@ func (c *Config) RegisterFlags(f *flag.FlagSet, prefix string) {
 		"apply roles, grants and row policies after migrating: auto (skip when the server refuses), on (refusal is an error), off")
 }
 
+// Patterns of names pasted into DDL, in the syntax Go's regexp and
+// JavaScript's RegExp share (the config editor checks them too:
+// src/generated/backend.ts).
+const (
+	// IdentifierPattern is a plain identifier, a database or table name.
+	IdentifierPattern = `^[A-Za-z_][A-Za-z0-9_]*$`
+	// TablePrefixPattern is a table prefix, possibly empty.
+	TablePrefixPattern = `^[A-Za-z0-9_]*$`
+)
+
 var (
-	identifierRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	prefixRe     = regexp.MustCompile(`^[A-Za-z0-9_]*$`)
+	identifierRe = regexp.MustCompile(IdentifierPattern)
+	prefixRe     = regexp.MustCompile(TablePrefixPattern)
 	clusterRe    = regexp.MustCompile(`^[A-Za-z0-9_.{}-]+$`)
 	pathRe       = regexp.MustCompile(`^[A-Za-z0-9_./{}-]+$`)
 

@@ -1,7 +1,6 @@
 package selftrace_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -17,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/flamehouse/flamehouse/pkg/pprofconv"
+	"github.com/flamehouse/flamehouse/internal/pproftest"
 	"github.com/flamehouse/flamehouse/pkg/selftrace"
 )
 
@@ -26,7 +25,7 @@ func burn(d time.Duration) uint64 {
 	var x uint64 = 1
 	for end := time.Now().Add(d); time.Now().Before(end); {
 		for i := range 10000 {
-			x = x*6364136223846793005 + uint64(i) //nolint:gosec // G115: a non-negative loop index
+			x = x*6364136223846793005 + uint64(i)
 		}
 	}
 	return x
@@ -50,18 +49,6 @@ func burnInWrappedLoop(d time.Duration) uint64 { return burn(d) }
 func burnInPlainLoop(d time.Duration) uint64 { return burn(d) }
 
 var sink uint64
-
-// cpuProfile runs f under the Go CPU profiler and returns the profile.
-func cpuProfile(t *testing.T, f func()) *profile.Profile {
-	t.Helper()
-	var buf bytes.Buffer
-	require.NoError(t, pprof.StartCPUProfile(&buf))
-	f()
-	pprof.StopCPUProfile()
-	p, err := profile.Parse(&buf)
-	require.NoError(t, err)
-	return p
-}
 
 // spanLabels maps each burnX function (by name suffix) to the span_id
 // labels of the samples taken in it ("" for a sample without one), with
@@ -100,7 +87,7 @@ func TestDoLabelsTheSpansCPUSamples(t *testing.T) {
 	tracer := recordingTracer()
 	ctx, span := tracer.Start(context.Background(), "work")
 	sc := span.SpanContext()
-	p := cpuProfile(t, func() {
+	p := pproftest.CPUProfile(t, func() {
 		selftrace.Do(ctx, func(ctx context.Context) {
 			require.Equal(t, sc.TraceID().String(), labelOf(ctx, selftrace.TraceIDLabel))
 			require.Equal(t, sc.SpanID().String(), labelOf(ctx, selftrace.SpanIDLabel))
@@ -125,14 +112,6 @@ func TestDoLabelsTheSpansCPUSamples(t *testing.T) {
 			require.Equal(t, []string{sc.TraceID().String()}, s.Label[selftrace.TraceIDLabel])
 		}
 	}
-
-	// pprofconv turns the labels into links to the span.
-	req, err := pprofconv.Convert(p, pprofconv.Options{ResourceAttributes: []string{"service.name", "test"}})
-	require.NoError(t, err)
-	links := req.GetDictionary().GetLinkTable()
-	require.Len(t, links, 2, "the sentinel and the span's link")
-	require.Equal(t, sc.TraceID().String(), trace.TraceID(links[1].GetTraceId()).String())
-	require.Equal(t, sc.SpanID().String(), trace.SpanID(links[1].GetSpanId()).String())
 }
 
 func labelOf(ctx context.Context, key string) string {
@@ -185,7 +164,7 @@ func TestDialWithoutLabels(t *testing.T) {
 			return nil, errDialed
 		}
 	}
-	p := cpuProfile(t, func() {
+	p := pproftest.CPUProfile(t, func() {
 		selftrace.Do(ctx, func(ctx context.Context) {
 			for _, dial := range []selftrace.DialFunc{selftrace.DialWithoutLabels(connLoop(burnInWrappedLoop)), connLoop(burnInPlainLoop)} {
 				go func() { _, _ = dial(ctx, "tcp", "127.0.0.1:1") }() // net/http dials on a goroutine of its own

@@ -133,7 +133,7 @@ func TestDebuginfodFillsTheSymbolStore(t *testing.T) {
 	require.NotContains(t, labels, "[prog]", "labels %v", labels)
 
 	metrics := func() string {
-		resp, err := http.Get("http://" + httpAddr + "/metrics") //nolint:noctx // a test's loopback request
+		resp, err := http.Get("http://" + httpAddr + "/metrics")
 		require.NoError(t, err)
 		defer func() { _ = resp.Body.Close() }()
 		body, err := io.ReadAll(resp.Body)
@@ -169,11 +169,11 @@ func startDebuginfod(t *testing.T, buildID string, dirs ...string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a TCP listener
+	port := ln.Addr().(*net.TCPAddr).Port // a TCP listener
 	require.NoError(t, ln.Close())
 	var log bytes.Buffer
 	args := append([]string{"-F", "-p", strconv.Itoa(port), "-d", filepath.Join(t.TempDir(), "debuginfod.sqlite"), "-t", "0", "-g", "0", "-c", "1"}, dirs...)
-	cmd := exec.Command("debuginfod", args...)         //nolint:gosec // G204: the test's own files
+	cmd := exec.Command("debuginfod", args...)
 	cmd.Env = append(os.Environ(), "DEBUGINFOD_URLS=") // no federation to upstream servers
 	cmd.Stdout, cmd.Stderr = &log, &log
 	require.NoError(t, cmd.Start())
@@ -186,7 +186,7 @@ func startDebuginfod(t *testing.T, buildID string, dirs ...string) string {
 	})
 	url := "http://127.0.0.1:" + strconv.Itoa(port)
 	serves := func(artifact string) bool {
-		resp, err := http.Get(url + "/buildid/" + buildID + "/" + artifact) //nolint:noctx // a test's loopback request (debuginfod serves GET only)
+		resp, err := http.Get(url + "/buildid/" + buildID + "/" + artifact)
 		if err != nil {
 			return false
 		}
@@ -210,7 +210,7 @@ func unsymbolizedProfile(t *testing.T, buildID, missing string, start, limit, of
 	root := b.Location(lib, 0x7f0000001234, "native")
 	rp := b.Resource("service.name", "native-app")
 	sp := otlpbuild.Scope(rp, "test", "1")
-	now := uint64(time.Now().UnixNano()) //nolint:gosec // G115: after 1970
+	now := uint64(time.Now().UnixNano())
 	sp.Profiles = append(sp.Profiles, &pb.Profile{
 		SampleType: b.ValueType("samples", "count"), PeriodType: b.ValueType("cpu", "nanoseconds"), Period: 10_000_000,
 		TimeUnixNano: now - uint64(time.Second), DurationNano: uint64(time.Second),
@@ -238,7 +238,7 @@ func codeSegment(t *testing.T, path string) symbols.Segment {
 
 func postProfile(t *testing.T, httpAddr string, payload []byte) {
 	t.Helper()
-	resp, err := http.Post("http://"+httpAddr+receiver.ProfilesPath, "application/x-protobuf", bytes.NewReader(payload)) //nolint:noctx // test
+	resp, err := http.Post("http://"+httpAddr+receiver.ProfilesPath, "application/x-protobuf", bytes.NewReader(payload))
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()

@@ -45,7 +45,7 @@ func hostProfile(t *testing.T, frames ...hostFrame) []byte {
 	}
 	rp := b.Resource("service.name", "native-app")
 	sp := otlpbuild.Scope(rp, "test", "1")
-	now := uint64(time.Now().UnixNano()) //nolint:gosec // G115: after 1970
+	now := uint64(time.Now().UnixNano())
 	sp.Profiles = append(sp.Profiles, &pb.Profile{
 		SampleType: b.ValueType("samples", "count"), PeriodType: b.ValueType("cpu", "nanoseconds"), Period: 10_000_000,
 		TimeUnixNano: now - uint64(time.Second), DurationNano: uint64(time.Second),
@@ -130,7 +130,7 @@ func TestHostFillsTheSymbolStore(t *testing.T) {
 		return r, err == nil
 	}
 	metrics := func() string {
-		resp, err := http.Get("http://" + httpAddr + "/metrics") //nolint:noctx // a test's loopback request
+		resp, err := http.Get("http://" + httpAddr + "/metrics")
 		require.NoError(t, err)
 		defer func() { _ = resp.Body.Close() }()
 		body, err := io.ReadAll(resp.Body)
@@ -315,6 +315,34 @@ func selfProfileNamed(t *testing.T, debugDirs []string, wantDwarf bool) {
 	// ("pthread_cond_signal@@GLIBC_2.3.2"), llvm-symbolizer DWARF's.
 	// llvm-symbolizer looks where the host source looks: the debug dirs
 	// given (an empty one for none: else it reads /usr/lib/debug).
+	named := requireNamedLikeLLVMSymbolizer(t, file, exe, debugDirs, vas, found)
+	require.NotEmpty(t, named)
+
+	frames, err := run(ctx, &query.Engine{Conn: svc.Conn(), Tables: cfg.Schema}, start.Add(-time.Minute), time.Now().Add(time.Minute),
+		map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": demoSel})
+	require.NoError(t, err)
+	labels := frames[0].Fields[3].Config.TypeConfig.Enum.Text
+	for name := range named {
+		require.Contains(t, labels, name, "the flame graph names the libc frame")
+	}
+	t.Logf("libc functions named in the self-profile: %v", slices.Sorted(maps.Keys(named)))
+	var chdbRanges uint64
+	var chdbSource string
+	if svc.Conn().QueryRow(ctx, "SELECT Source, Ranges FROM "+cfg.Schema.Qualified(schema.Executables)+" WHERE endsWith(FileName, '/libchdb.so') LIMIT 1").
+		Scan(&chdbSource, &chdbRanges) == nil {
+		t.Logf("libchdb.so: source %s, %d ranges (its .dynsym: the chdb_* API only)", chdbSource, chdbRanges)
+	}
+
+	stopBusy()
+	stopped = true
+	require.NoError(t, svc.Stop(ctx), "clean stop")
+}
+
+// requireNamedLikeLLVMSymbolizer: the stored inline stack of each sampled
+// address (found) is llvm-symbolizer's, level by level, up to aliases of
+// one function; it returns the functions named.
+func requireNamedLikeLLVMSymbolizer(t *testing.T, file string, exe *symbols.Executable, debugDirs []string, vas []uint64, found map[uint64][]string) map[string]bool {
+	t.Helper()
 	oracleDir := t.TempDir()
 	debugFiles := []string{file}
 	if len(debugDirs) > 0 {
@@ -345,26 +373,7 @@ func selfProfileNamed(t *testing.T, debugDirs []string, wantDwarf bool) {
 			named[fn] = true
 		}
 	}
-	require.NotEmpty(t, named)
-
-	frames, err := run(ctx, &query.Engine{Conn: svc.Conn(), Tables: cfg.Schema}, start.Add(-time.Minute), time.Now().Add(time.Minute),
-		map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": demoSel})
-	require.NoError(t, err)
-	labels := frames[0].Fields[3].Config.TypeConfig.Enum.Text
-	for name := range named {
-		require.Contains(t, labels, name, "the flame graph names the libc frame")
-	}
-	t.Logf("libc functions named in the self-profile: %v", slices.Sorted(maps.Keys(named)))
-	var chdbRanges uint64
-	var chdbSource string
-	if svc.Conn().QueryRow(ctx, "SELECT Source, Ranges FROM "+cfg.Schema.Qualified(schema.Executables)+" WHERE endsWith(FileName, '/libchdb.so') LIMIT 1").
-		Scan(&chdbSource, &chdbRanges) == nil {
-		t.Logf("libchdb.so: source %s, %d ranges (its .dynsym: the chdb_* API only)", chdbSource, chdbRanges)
-	}
-
-	stopBusy()
-	stopped = true
-	require.NoError(t, svc.Stop(ctx), "clean stop")
+	return named
 }
 
 // libcFrames reads the self-profile's distinct unsymbolized frames in
@@ -389,7 +398,7 @@ func libcFrames(t *testing.T, svc *Service, cfg Config) []libcFrame {
 // extractFile reads a file's symbols, checking its build id.
 func extractFile(t *testing.T, path, buildID string) *symbols.Executable {
 	t.Helper()
-	f, err := os.Open(path) //nolint:gosec // G304: a file this process maps
+	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer func() { _ = f.Close() }()
 	st, err := f.Stat()

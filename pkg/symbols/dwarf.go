@@ -174,7 +174,7 @@ func clampLine(l int) uint32 {
 	if l < 0 {
 		return 0
 	}
-	return uint32(min(l, 1<<31)) //nolint:gosec // G115: clamped
+	return uint32(min(l, 1<<31))
 }
 
 // walk reads a compile unit's DIE tree, recording subprograms with code
@@ -329,15 +329,7 @@ func (dr *dwarfReader) flatten() error {
 	if len(dr.intervals) == 0 && len(dr.segs) == 0 {
 		return nil
 	}
-	points := make([]uint64, 0, 2*len(dr.intervals)+2*len(dr.segs))
-	for _, iv := range dr.intervals {
-		points = append(points, iv.lo, iv.hi)
-	}
-	for _, s := range dr.segs {
-		points = append(points, s.lo, s.hi)
-	}
-	slices.Sort(points)
-	points = slices.Compact(points)
+	points := dr.boundaries()
 	ivs := dr.intervals
 	slices.SortFunc(ivs, func(a, b interval) int { return cmpUint64(a.lo, b.lo) })
 	var active []int // indices into ivs
@@ -366,27 +358,53 @@ func (dr *dwarfReader) flatten() error {
 			dr.scratch = append(dr.scratch[:0], Frame{File: file, Line: line})
 			frames = dr.scratch
 		} else {
-			best := active[0]
-			for _, i := range active[1:] {
-				a, b := &dr.nodes[ivs[i].node], &dr.nodes[ivs[best].node]
-				if a.depth > b.depth || (a.depth == b.depth && ivs[i].lo >= ivs[best].lo) {
-					best = i
-				}
-			}
-			frames = dr.stack(ivs[best].node, file, line)
+			frames = dr.stack(ivs[dr.deepest(ivs, active)].node, file, line)
 		}
-		if n := len(dr.out); n > start && dr.out[n-1].End == p && sameFrames(dr.out[n-1].Frames, frames) {
-			dr.out[n-1].End = q
-			continue
-		}
-		stored := dr.x.frames.alloc(len(frames))
-		copy(stored, frames)
-		dr.out = append(dr.out, Range{Start: p, End: q, Frames: stored})
-		if err := dr.x.checkRanges(len(dr.out)); err != nil {
+		if err := dr.appendRange(start, p, q, frames); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// boundaries are the unit's interval and line segment ends, sorted, each
+// once.
+func (dr *dwarfReader) boundaries() []uint64 {
+	points := make([]uint64, 0, 2*len(dr.intervals)+2*len(dr.segs))
+	for _, iv := range dr.intervals {
+		points = append(points, iv.lo, iv.hi)
+	}
+	for _, s := range dr.segs {
+		points = append(points, s.lo, s.hi)
+	}
+	slices.Sort(points)
+	return slices.Compact(points)
+}
+
+// deepest is the active interval of the deepest node, the one starting
+// last among equally deep ones.
+func (dr *dwarfReader) deepest(ivs []interval, active []int) int {
+	best := active[0]
+	for _, i := range active[1:] {
+		a, b := &dr.nodes[ivs[i].node], &dr.nodes[ivs[best].node]
+		if a.depth > b.depth || (a.depth == b.depth && ivs[i].lo >= ivs[best].lo) {
+			best = i
+		}
+	}
+	return best
+}
+
+// appendRange adds [p, q) with its frames to the unit's ranges (from
+// start), extending the last one when it ends at p with the same frames.
+func (dr *dwarfReader) appendRange(start int, p, q uint64, frames []Frame) error {
+	if n := len(dr.out); n > start && dr.out[n-1].End == p && sameFrames(dr.out[n-1].Frames, frames) {
+		dr.out[n-1].End = q
+		return nil
+	}
+	stored := dr.x.frames.alloc(len(frames))
+	copy(stored, frames)
+	dr.out = append(dr.out, Range{Start: p, End: q, Frames: stored})
+	return dr.x.checkRanges(len(dr.out))
 }
 
 // stack builds the inline stack of a node, innermost first, in scratch.

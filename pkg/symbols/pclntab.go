@@ -78,65 +78,15 @@ func (x *extractor) goFuncRanges(tab *gosym.Table) ([]Range, error) {
 // slow on large binaries: the functions are shared out among goroutines,
 // each with its own copy of the table.
 func (x *extractor) goLineRanges(tab *gosym.Table, skip []Range) ([]Range, error) {
-	// Chunks of functions, read in any order, put together in order.
-	const chunk = 256
-	n := (len(tab.Funcs) + chunk - 1) / chunk
+	n := (len(tab.Funcs) + goLineChunk - 1) / goLineChunk
 	results := make([][]lineRun, n)
 	workers := min(runtime.GOMAXPROCS(0), maxGoLineWorkers, n)
-	read := func(t *gosym.Table, c int) {
-		var runs []lineRun
-		for i := c * chunk; i < min((c+1)*chunk, len(t.Funcs)); i++ {
-			fn := &t.Funcs[i]
-			if fn.End <= fn.Entry || !x.inCode(fn.Entry, fn.End) {
-				continue
-			}
-			for _, g := range gaps(skip, fn.Entry, fn.End) {
-				for pc := g[0]; pc < g[1]; pc++ {
-					file, line, _ := t.PCToLine(pc)
-					if k := len(runs) - 1; k >= 0 && runs[k].end == pc && runs[k].fn == i && runs[k].line == line && runs[k].file == file {
-						runs[k].end = pc + 1
-						continue
-					}
-					runs = append(runs, lineRun{start: pc, end: pc + 1, fn: i, file: file, line: line})
-				}
-			}
-		}
-		results[c] = runs
-	}
 	if workers <= 1 || x.newGoTable == nil {
 		for c := range n {
-			read(tab, c)
+			results[c] = x.lineRuns(tab, skip, c)
 		}
-	} else {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		errs := make([]error, workers)
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() {
-					if p := recover(); p != nil {
-						errs[w] = fmt.Errorf("%w: the Go pclntab reader failed on it: %v", ErrMalformed, p)
-					}
-				}()
-				t := tab
-				if w > 0 {
-					var err error
-					if t, err = x.newGoTable(); err != nil {
-						errs[w] = fmt.Errorf("%w: %v", ErrMalformed, err) //nolint:errorlint // one %w: the kind
-						return
-					}
-				}
-				for c := int(next.Add(1) - 1); c < n; c = int(next.Add(1) - 1) {
-					read(t, c)
-				}
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return nil, err
-		}
+	} else if err := x.lineRunsConcurrently(tab, skip, workers, results); err != nil {
+		return nil, err
 	}
 	var out []Range
 	for _, runs := range results {
@@ -150,6 +100,66 @@ func (x *extractor) goLineRanges(tab *gosym.Table, skip []Range) ([]Range, error
 		}
 	}
 	return normalize(out), nil
+}
+
+// goLineChunk is how many functions make a chunk: chunks are read in any
+// order and put together in order.
+const goLineChunk = 256
+
+// lineRuns reads the line runs of chunk c of the table's functions, those
+// in code and outside skip.
+func (x *extractor) lineRuns(t *gosym.Table, skip []Range, c int) []lineRun {
+	var runs []lineRun
+	for i := c * goLineChunk; i < min((c+1)*goLineChunk, len(t.Funcs)); i++ {
+		fn := &t.Funcs[i]
+		if fn.End <= fn.Entry || !x.inCode(fn.Entry, fn.End) {
+			continue
+		}
+		for _, g := range gaps(skip, fn.Entry, fn.End) {
+			for pc := g[0]; pc < g[1]; pc++ {
+				file, line, _ := t.PCToLine(pc)
+				if k := len(runs) - 1; k >= 0 && runs[k].end == pc && runs[k].fn == i && runs[k].line == line && runs[k].file == file {
+					runs[k].end = pc + 1
+					continue
+				}
+				runs = append(runs, lineRun{start: pc, end: pc + 1, fn: i, file: file, line: line})
+			}
+		}
+	}
+	return runs
+}
+
+// lineRunsConcurrently reads every chunk into results with workers
+// goroutines, each but the first with its own copy of the table; a reader
+// that panics on the binary makes it malformed.
+func (x *extractor) lineRunsConcurrently(tab *gosym.Table, skip []Range, workers int, results [][]lineRun) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					errs[w] = fmt.Errorf("%w: the Go pclntab reader failed on it: %v", ErrMalformed, p)
+				}
+			}()
+			t := tab
+			if w > 0 {
+				var err error
+				if t, err = x.newGoTable(); err != nil {
+					errs[w] = fmt.Errorf("%w: %v", ErrMalformed, err) //nolint:errorlint // one %w: the kind
+					return
+				}
+			}
+			for c := int(next.Add(1) - 1); c < len(results); c = int(next.Add(1) - 1) {
+				results[c] = x.lineRuns(t, skip, c)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // maxGoLineWorkers bounds the goroutines reading one Go binary's lines.

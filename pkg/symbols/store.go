@@ -86,7 +86,7 @@ func (s *Store) Put(ctx context.Context, tenant, source, fileName string, exe *E
 	if exe == nil || exe.BuildID == "" {
 		return Stored{}, errors.New("store symbols: no executable or no build id")
 	}
-	version := uint64(s.Now().UnixMilli()) //nolint:gosec // G115: after 1970
+	version := uint64(s.Now().UnixMilli())
 	out := Stored{BuildID: exe.BuildID, Version: version}
 	prev, err := s.current(ctx, tenant, exe.BuildID)
 	if err != nil {
@@ -127,8 +127,10 @@ func (s *Store) Put(ctx context.Context, tenant, source, fileName string, exe *E
 // richer symbols stored earlier: their ranges are copied to the new
 // version inside ClickHouse, then the executable row is written.
 func (s *Store) keepRanges(ctx context.Context, tenant, buildID string, version uint64, prev *executableRow, row executableRow) (Stored, error) {
-	out := Stored{BuildID: buildID, Version: version, Ranges: int(min(prev.ranges, 1<<62)), //nolint:gosec // G115: clamped
-		Merged: "kept the stored symbols (" + prev.fileName + ", " + prev.kinds() + "), with this file's segments"}
+	out := Stored{
+		BuildID: buildID, Version: version, Ranges: int(min(prev.ranges, 1<<62)),
+		Merged: "kept the stored symbols (" + prev.fileName + ", " + prev.kinds() + "), with this file's segments",
+	}
 	cctx, cancel := context.WithTimeout(ctx, insertTimeout)
 	defer cancel()
 	copyRanges := "INSERT INTO " + s.tables.Qualified(schema.Symbols) + " (" + symbolColumns + ") " +
@@ -200,7 +202,7 @@ func (s *Store) current(ctx context.Context, tenant, buildID string) (*executabl
 		&offs, &vaddrs, &sizes, &r.version); err != nil {
 		return nil, fmt.Errorf("read the stored symbols of %s: %w", buildID, err)
 	}
-	r.size = int64(min(size, 1<<62)) //nolint:gosec // G115: clamped
+	r.size = int64(min(size, 1<<62))
 	for i := range min(len(offs), len(vaddrs), len(sizes)) {
 		r.segs = append(r.segs, Segment{Offset: offs[i], Vaddr: vaddrs[i], Filesz: sizes[i]})
 	}
@@ -258,9 +260,9 @@ func (s *Store) insertExecutable(ctx context.Context, tenant, buildID string, ro
 	if err != nil {
 		return err
 	}
-	err = b.Append(tenant, buildID, row.fileName, uint64(max(row.size, 0)), row.source, //nolint:gosec // G115: clamped
+	err = b.Append(tenant, buildID, row.fileName, uint64(max(row.size, 0)), row.source,
 		row.symtab, row.dynsym, row.dwarf, row.pclntab, row.ranges,
-		offs, vaddrs, sizes, time.UnixMilli(int64(version))) //nolint:gosec // G115: a time in ms
+		offs, vaddrs, sizes, time.UnixMilli(int64(version)))
 	if err != nil {
 		_ = b.Abort()
 		return err
@@ -291,8 +293,8 @@ func segmentColumns(segs []Segment) (offs, vaddrs, sizes []uint64) {
 type block struct{ buf []byte }
 
 func (b *block) start(cols, rows int) {
-	b.buf = binary.AppendUvarint(b.buf, uint64(cols)) //nolint:gosec // G115: counts
-	b.buf = binary.AppendUvarint(b.buf, uint64(rows)) //nolint:gosec // G115: counts
+	b.buf = binary.AppendUvarint(b.buf, uint64(cols))
+	b.buf = binary.AppendUvarint(b.buf, uint64(rows))
 }
 
 func (b *block) header(name, typ string) {
@@ -317,7 +319,7 @@ func (b *block) lowCardinality(name, value string, rows int) {
 	b.u64(1<<9 | 1<<10)
 	b.u64(1)
 	b.str(value)
-	b.u64(uint64(rows)) //nolint:gosec // G115: a count
+	b.u64(uint64(rows))
 	b.buf = append(b.buf, make([]byte, rows)...)
 }
 
@@ -325,7 +327,7 @@ func (b *block) lowCardinality(name, value string, rows int) {
 func (b *block) offsets(n int, length func(i int) int) {
 	var end uint64
 	for i := range n {
-		end += uint64(length(i)) //nolint:gosec // G115: lengths
+		end += uint64(length(i))
 		b.u64(end)
 	}
 }
@@ -384,7 +386,7 @@ func encodeExecutable(tenant, buildID string, row executableRow, version uint64)
 	b.header("FileName", "String")
 	b.str(row.fileName)
 	b.header("Size", "UInt64")
-	b.u64(uint64(max(row.size, 0))) //nolint:gosec // G115: clamped
+	b.u64(uint64(max(row.size, 0)))
 	b.lowCardinality("Source", row.source, 1)
 	for _, flag := range []struct {
 		name string

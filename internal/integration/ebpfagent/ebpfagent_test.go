@@ -215,7 +215,7 @@ func ingestedBefore(t *testing.T, requests []ebpfagent.Request, w *workload, at 
 		}
 	}
 	require.NotZero(t, first, "requests with samples of %s after %s", w.name, at)
-	cut := time.Unix(0, int64(first)).Truncate(time.Second) //nolint:gosec // G115: a time after 1970
+	cut := time.Unix(0, int64(first)).Truncate(time.Second)
 	t.Logf("samples of %s before %s were all ingested before the upload", w.name, cut.Format(time.TimeOnly))
 	return cut
 }
@@ -308,7 +308,7 @@ func checkFrameTypes(t *testing.T, d destination, cBuildID string) {
 // uploadHTTP stores a file's symbols through the ingest's endpoint.
 func uploadHTTP(t *testing.T, httpAddr, path, buildID string) {
 	t.Helper()
-	body, err := os.ReadFile(path) //nolint:gosec // G304: the test's own build
+	body, err := os.ReadFile(path)
 	require.NoError(t, err)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, "http://"+httpAddr+"/v1/symbols/"+buildID+"?file_name=fhagent-c", bytes.NewReader(body))
 	require.NoError(t, err)
@@ -378,7 +378,7 @@ func toInt64(v any) int64 {
 	case float64:
 		return int64(n)
 	case uint64:
-		return int64(n) //nolint:gosec // G115: totals fit
+		return int64(n)
 	}
 	return 0
 }

@@ -38,11 +38,11 @@ func offCPUReport(t *testing.T, payload []byte, pid int64) (*collectorpb.ExportP
 	str := func(s string) int32 {
 		for i, have := range *strs {
 			if have == s {
-				return int32(i) //nolint:gosec // G115: a string table's index
+				return int32(i)
 			}
 		}
 		*strs = append(*strs, s)
-		return int32(len(*strs) - 1) //nolint:gosec // G115: as above
+		return int32(len(*strs) - 1)
 	}
 	var kept []*pb.ResourceProfiles
 	var sum, n int64

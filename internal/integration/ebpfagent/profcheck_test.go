@@ -62,7 +62,7 @@ func agentCorpus(t *testing.T) []payload {
 	require.NotEmpty(t, files, "the captured agent requests")
 	var out []payload
 	for _, f := range files {
-		raw, err := os.ReadFile(f) //nolint:gosec // G304: the test's corpus
+		raw, err := os.ReadFile(f)
 		require.NoError(t, err)
 		zr, err := gzip.NewReader(bytes.NewReader(raw))
 		require.NoError(t, err)
@@ -90,7 +90,7 @@ func mutations(t *testing.T, base []byte) []payload {
 	}
 	return []payload{
 		mutate("stack-index-out-of-range", func(r *collectorpb.ExportProfilesServiceRequest) {
-			first(r).Samples[0].StackIndex = int32(len(r.GetDictionary().GetStackTable()) + 5) //nolint:gosec // G115: small
+			first(r).Samples[0].StackIndex = int32(len(r.GetDictionary().GetStackTable()) + 5)
 		}),
 		mutate("string-table-sentinel", func(r *collectorpb.ExportProfilesServiceRequest) { r.Dictionary.StringTable[0] = "not empty" }),
 		mutate("timestamp-outside-window", func(r *collectorpb.ExportProfilesServiceRequest) {
@@ -103,7 +103,7 @@ func mutations(t *testing.T, base []byte) []payload {
 		}),
 		mutate("link-short-trace-id", func(r *collectorpb.ExportProfilesServiceRequest) {
 			r.Dictionary.LinkTable = append(r.Dictionary.LinkTable, &pb.Link{TraceId: []byte{1, 2, 3, 4}, SpanId: []byte{1, 2, 3, 4, 5, 6, 7, 8}})
-			first(r).Samples[0].LinkIndex = int32(len(r.Dictionary.LinkTable) - 1) //nolint:gosec // G115: small
+			first(r).Samples[0].LinkIndex = int32(len(r.Dictionary.LinkTable) - 1)
 		}),
 		mutate("values-timestamps-mismatch", func(r *collectorpb.ExportProfilesServiceRequest) {
 			s := first(r).Samples[0]
@@ -143,7 +143,7 @@ func produced(t *testing.T) []payload {
 
 	cpu := filepath.Join(t.TempDir(), "cpu.pprof")
 	pproftest.RecordCPU(t, cpu, 300*time.Millisecond)
-	raw, err := os.ReadFile(cpu) //nolint:gosec // G304: the test's own profile
+	raw, err := os.ReadFile(cpu)
 	require.NoError(t, err)
 	prof, err := profile.ParseData(raw)
 	require.NoError(t, err)

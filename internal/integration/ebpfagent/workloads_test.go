@@ -152,7 +152,7 @@ type workload struct {
 // startWorkload runs path (with args) until the test ends.
 func startWorkload(t *testing.T, name, path string, args ...string) *workload {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), path, args...) //nolint:gosec // G204: the test's own programs
+	cmd := exec.CommandContext(t.Context(), path, args...)
 	require.NoError(t, cmd.Start())
 	w := &workload{name: name, pid: cmd.Process.Pid, cmd: cmd}
 	t.Cleanup(w.stop)
@@ -188,7 +188,7 @@ func buildWorkloads(t *testing.T) (c nativebin.Binary, cPath, goPath, pyScript s
 
 func copyExecutable(t *testing.T, src, dst string) {
 	t.Helper()
-	data, err := os.ReadFile(src) //nolint:gosec // G304: the test's own build
+	data, err := os.ReadFile(src)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(dst, data, 0o700)) //nolint:gosec // G306: an executable of the test's own
+	require.NoError(t, os.WriteFile(dst, data, 0o700))
 }

@@ -138,132 +138,15 @@ func TestPyroscopeAPIParity(t *testing.T) {
 	}, 90*time.Second, time.Second, "Pyroscope's total: %v %v", err, got)
 
 	t.Run("SelectMergeStacktraces", func(t *testing.T) {
-		fhTree, pyTree := tree(t, want.Msg.GetFlamegraph()), tree(t, got.Msg.GetFlamegraph())
-		// The two differences: a native frame without symbols (a mapping
-		// and an address) is a node named [<file>] in Flamehouse, as pprof
-		// names it, and Pyroscope leaves it out of the stack (both keep the
-		// sample); a kernel frame is marked "name [kernel]" in Flamehouse
-		// and bare in Pyroscope.
-		unsymbolized, marked := 0, 0
-		for path := range fhTree {
-			leaf := path[strings.LastIndexByte(path, ';')+1:]
-			if isUnsymbolized(leaf) {
-				unsymbolized++
-			}
-			if strings.HasSuffix(leaf, " [kernel]") {
-				marked++
-			}
-		}
-		require.Positive(t, unsymbolized, "the profiles have unsymbolized native frames")
-		require.Positive(t, marked, "Flamehouse marks the profiles' kernel frames")
-		for path := range pyTree {
-			require.NotContains(t, path, " [kernel]", "Pyroscope names kernel frames bare")
-		}
-		for path := range pyTree {
-			for _, name := range strings.Split(path, ";") {
-				require.False(t, isUnsymbolized(name), "Pyroscope shows unsymbolized frame %s", path)
-			}
-		}
-		diffs := treeDiff(pyTree, asPyroscopeNames(fhTree))
-		require.Empty(t, diffs, "%d nodes differ", len(diffs))
-		t.Logf("%d nodes equal node by node (Flamehouse's %d, of which %d unsymbolized native frames, left out), total %d",
-			len(pyTree), len(fhTree), unsymbolized, wantTotal)
+		requireMergedTreesEqual(t, want.Msg.GetFlamegraph(), got.Msg.GetFlamegraph(), wantTotal)
 	})
 
 	t.Run("labels and series", func(t *testing.T) {
-		fhTypes, err := fh.ProfileTypes(ctx, connect.NewRequest(&querierv1.ProfileTypesRequest{Start: from, End: to}))
-		require.NoError(t, err)
-		pyTypes, err := pyc.ProfileTypes(ctx, connect.NewRequest(&querierv1.ProfileTypesRequest{Start: from, End: to}))
-		require.NoError(t, err)
-		require.Equal(t, typeIDs(pyTypes.Msg.GetProfileTypes()), typeIDs(fhTypes.Msg.GetProfileTypes()))
-		require.Equal(t, []string{cpuType}, typeIDs(fhTypes.Msg.GetProfileTypes()))
-
-		for _, req := range []*typesv1.LabelValuesRequest{
-			{Name: "service_name", Start: from, End: to},
-			{Name: "__profile_type__", Matchers: []string{`{service_name="checkout"}`}, Start: from, End: to},
-			{Name: "__name__", Start: from, End: to},
-			{Name: "service_name", Matchers: []string{`{__profile_type__="` + cpuType + `"}`}, Start: from, End: to},
-			{Name: "service_name", Matchers: []string{`{service_name="nope"}`}, Start: from, End: to},
-		} {
-			fhv, err := fh.LabelValues(ctx, connect.NewRequest(req))
-			require.NoError(t, err)
-			pyv, err := pyc.LabelValues(ctx, connect.NewRequest(req))
-			require.NoError(t, err)
-			require.Equal(t, pyv.Msg.GetNames(), fhv.Msg.GetNames(), "LabelValues %v", req)
-		}
-
-		// Label names: Pyroscope's OTLP ingest keeps service.name of the
-		// resource attributes only and marks the series __otel__; Flamehouse
-		// keeps every resource and sample attribute as a label. Pyroscope's
-		// names but __otel__ are Flamehouse's too.
-		fhn, err := fh.LabelNames(ctx, connect.NewRequest(&typesv1.LabelNamesRequest{Start: from, End: to}))
-		require.NoError(t, err)
-		pyn, err := pyc.LabelNames(ctx, connect.NewRequest(&typesv1.LabelNamesRequest{Start: from, End: to}))
-		require.NoError(t, err)
-		for _, name := range pyn.Msg.GetNames() {
-			if name != "__otel__" {
-				require.Contains(t, fhn.Msg.GetNames(), name)
-			}
-		}
-		require.Contains(t, fhn.Msg.GetNames(), "k8s_pod_name")
-		require.Contains(t, fhn.Msg.GetNames(), "thread_name")
-		require.NotContains(t, pyn.Msg.GetNames(), "k8s_pod_name")
-
-		series := &querierv1.SeriesRequest{Matchers: []string{`{service_name="checkout"}`}, LabelNames: []string{
-			"service_name", "__profile_type__", "__name__", "__type__", "__unit__", "__period_type__", "__period_unit__", "__service_name__",
-		}, Start: from, End: to}
-		fhs, err := fh.Series(ctx, connect.NewRequest(series))
-		require.NoError(t, err)
-		pys, err := pyc.Series(ctx, connect.NewRequest(series))
-		require.NoError(t, err)
-		require.Equal(t, labelSets(pys.Msg.GetLabelsSet()), labelSets(fhs.Msg.GetLabelsSet()))
-		require.Len(t, fhs.Msg.GetLabelsSet(), 1)
+		requireLabelsAndSeriesEqual(t, fh, pyc, from, to)
 	})
 
 	t.Run("SelectSeries", func(t *testing.T) {
-		// The points differ by design, and both are what the sent
-		// profiles say: Flamehouse puts each event at its own timestamp
-		// (the eBPF profiler's samples carry them) into the step that
-		// starts at or before it, [T, T+step); Pyroscope puts a whole
-		// profile at the profile's time into the step that ends at or
-		// after it, (T-step, T]. Over the range the sums are equal.
-		step := 15 * time.Second
-		req := &querierv1.SelectSeriesRequest{
-			ProfileTypeID: cpuType, LabelSelector: "{}", Start: start.UnixMilli(), End: end.UnixMilli(), Step: step.Seconds(), GroupBy: []string{"service_name"},
-		}
-		fhs, err := fh.SelectSeries(ctx, connect.NewRequest(req))
-		require.NoError(t, err)
-		pys, err := pyc.SelectSeries(ctx, connect.NewRequest(req))
-		require.NoError(t, err)
-		bySample, byProfile := map[int64]float64{}, map[int64]float64{}
-		for _, r := range sent {
-			for _, rp := range r.GetResourceProfiles() {
-				for _, sp := range rp.GetScopeProfiles() {
-					for _, p := range sp.GetProfiles() {
-						at := time.Unix(0, int64(p.GetTimeUnixNano()))    //nolint:gosec // G115: the test's own times
-						steps := int64((at.Sub(start) + step - 1) / step) // the step that ends at or after the profile
-						for _, smp := range p.GetSamples() {
-							for _, ts := range smp.GetTimestampsUnixNano() {
-								t := time.Unix(0, int64(ts)) //nolint:gosec // G115: the test's own times
-								bySample[start.Add(t.Sub(start).Truncate(step)).UnixMilli()] += float64(p.GetPeriod())
-								byProfile[start.Add(time.Duration(steps)*step).UnixMilli()] += float64(p.GetPeriod())
-							}
-						}
-					}
-				}
-			}
-		}
-		key := "service_name=checkout"
-		require.Equal(t, map[string]map[int64]float64{key: bySample}, seriesPoints(fhs.Msg.GetSeries()))
-		require.Equal(t, map[string]map[int64]float64{key: byProfile}, seriesPoints(pys.Msg.GetSeries()))
-		require.NotEqual(t, bySample, byProfile, "the data tells the two bucketings apart")
-		for _, points := range []map[int64]float64{bySample, byProfile} {
-			sum := 0.0
-			for _, v := range points {
-				sum += v
-			}
-			require.InDelta(t, float64(wantTotal), sum, 1)
-		}
+		requireSeriesBucketings(t, fh, pyc, sent, start, end, wantTotal)
 	})
 
 	t.Run("SelectMergeSpanProfile", func(t *testing.T) {
@@ -454,6 +337,148 @@ func getJSON(t *testing.T, u string, into any) {
 func withTenant[T any](req *connect.Request[T], tenant string) *connect.Request[T] {
 	req.Header().Set("X-Scope-OrgID", tenant)
 	return req
+}
+
+// requireMergedTreesEqual: Flamehouse's merged flame graph is Pyroscope's
+// node by node, but for the two differences it checks.
+func requireMergedTreesEqual(t *testing.T, fhGraph, pyGraph *querierv1.FlameGraph, wantTotal int64) {
+	t.Helper()
+	fhTree, pyTree := tree(t, fhGraph), tree(t, pyGraph)
+	// The two differences: a native frame without symbols (a mapping
+	// and an address) is a node named [<file>] in Flamehouse, as pprof
+	// names it, and Pyroscope leaves it out of the stack (both keep the
+	// sample); a kernel frame is marked "name [kernel]" in Flamehouse
+	// and bare in Pyroscope.
+	unsymbolized, marked := 0, 0
+	for path := range fhTree {
+		leaf := path[strings.LastIndexByte(path, ';')+1:]
+		if isUnsymbolized(leaf) {
+			unsymbolized++
+		}
+		if strings.HasSuffix(leaf, " [kernel]") {
+			marked++
+		}
+	}
+	require.Positive(t, unsymbolized, "the profiles have unsymbolized native frames")
+	require.Positive(t, marked, "Flamehouse marks the profiles' kernel frames")
+	for path := range pyTree {
+		require.NotContains(t, path, " [kernel]", "Pyroscope names kernel frames bare")
+	}
+	for path := range pyTree {
+		for _, name := range strings.Split(path, ";") {
+			require.False(t, isUnsymbolized(name), "Pyroscope shows unsymbolized frame %s", path)
+		}
+	}
+	diffs := treeDiff(pyTree, asPyroscopeNames(fhTree))
+	require.Empty(t, diffs, "%d nodes differ", len(diffs))
+	t.Logf("%d nodes equal node by node (Flamehouse's %d, of which %d unsymbolized native frames, left out), total %d",
+		len(pyTree), len(fhTree), unsymbolized, wantTotal)
+}
+
+// requireLabelsAndSeriesEqual: profile types, label values, label names
+// (a superset) and series as Pyroscope answers them.
+func requireLabelsAndSeriesEqual(t *testing.T, fh, pyc querierv1connect.QuerierServiceClient, from, to int64) {
+	t.Helper()
+	ctx := context.Background()
+	fhTypes, err := fh.ProfileTypes(ctx, connect.NewRequest(&querierv1.ProfileTypesRequest{Start: from, End: to}))
+	require.NoError(t, err)
+	pyTypes, err := pyc.ProfileTypes(ctx, connect.NewRequest(&querierv1.ProfileTypesRequest{Start: from, End: to}))
+	require.NoError(t, err)
+	require.Equal(t, typeIDs(pyTypes.Msg.GetProfileTypes()), typeIDs(fhTypes.Msg.GetProfileTypes()))
+	require.Equal(t, []string{cpuType}, typeIDs(fhTypes.Msg.GetProfileTypes()))
+
+	for _, req := range []*typesv1.LabelValuesRequest{
+		{Name: "service_name", Start: from, End: to},
+		{Name: "__profile_type__", Matchers: []string{`{service_name="checkout"}`}, Start: from, End: to},
+		{Name: "__name__", Start: from, End: to},
+		{Name: "service_name", Matchers: []string{`{__profile_type__="` + cpuType + `"}`}, Start: from, End: to},
+		{Name: "service_name", Matchers: []string{`{service_name="nope"}`}, Start: from, End: to},
+	} {
+		fhv, err := fh.LabelValues(ctx, connect.NewRequest(req))
+		require.NoError(t, err)
+		pyv, err := pyc.LabelValues(ctx, connect.NewRequest(req))
+		require.NoError(t, err)
+		require.Equal(t, pyv.Msg.GetNames(), fhv.Msg.GetNames(), "LabelValues %v", req)
+	}
+
+	// Label names: Pyroscope's OTLP ingest keeps service.name of the
+	// resource attributes only and marks the series __otel__; Flamehouse
+	// keeps every resource and sample attribute as a label. Pyroscope's
+	// names but __otel__ are Flamehouse's too.
+	fhn, err := fh.LabelNames(ctx, connect.NewRequest(&typesv1.LabelNamesRequest{Start: from, End: to}))
+	require.NoError(t, err)
+	pyn, err := pyc.LabelNames(ctx, connect.NewRequest(&typesv1.LabelNamesRequest{Start: from, End: to}))
+	require.NoError(t, err)
+	for _, name := range pyn.Msg.GetNames() {
+		if name != "__otel__" {
+			require.Contains(t, fhn.Msg.GetNames(), name)
+		}
+	}
+	require.Contains(t, fhn.Msg.GetNames(), "k8s_pod_name")
+	require.Contains(t, fhn.Msg.GetNames(), "thread_name")
+	require.NotContains(t, pyn.Msg.GetNames(), "k8s_pod_name")
+
+	series := &querierv1.SeriesRequest{Matchers: []string{`{service_name="checkout"}`}, LabelNames: []string{
+		"service_name", "__profile_type__", "__name__", "__type__", "__unit__", "__period_type__", "__period_unit__", "__service_name__",
+	}, Start: from, End: to}
+	fhs, err := fh.Series(ctx, connect.NewRequest(series))
+	require.NoError(t, err)
+	pys, err := pyc.Series(ctx, connect.NewRequest(series))
+	require.NoError(t, err)
+	require.Equal(t, labelSets(pys.Msg.GetLabelsSet()), labelSets(fhs.Msg.GetLabelsSet()))
+	require.Len(t, fhs.Msg.GetLabelsSet(), 1)
+}
+
+// requireSeriesBucketings: both put the sent events into steps as the
+// profiles say, each its own way, with equal sums.
+func requireSeriesBucketings(t *testing.T, fh, pyc querierv1connect.QuerierServiceClient, sent []*collectorpb.ExportProfilesServiceRequest,
+	start, end time.Time, wantTotal int64,
+) {
+	t.Helper()
+	ctx := context.Background()
+	// The points differ by design, and both are what the sent
+	// profiles say: Flamehouse puts each event at its own timestamp
+	// (the eBPF profiler's samples carry them) into the step that
+	// starts at or before it, [T, T+step); Pyroscope puts a whole
+	// profile at the profile's time into the step that ends at or
+	// after it, (T-step, T]. Over the range the sums are equal.
+	step := 15 * time.Second
+	req := &querierv1.SelectSeriesRequest{
+		ProfileTypeID: cpuType, LabelSelector: "{}", Start: start.UnixMilli(), End: end.UnixMilli(), Step: step.Seconds(), GroupBy: []string{"service_name"},
+	}
+	fhs, err := fh.SelectSeries(ctx, connect.NewRequest(req))
+	require.NoError(t, err)
+	pys, err := pyc.SelectSeries(ctx, connect.NewRequest(req))
+	require.NoError(t, err)
+	bySample, byProfile := map[int64]float64{}, map[int64]float64{}
+	for _, r := range sent {
+		for _, rp := range r.GetResourceProfiles() {
+			for _, sp := range rp.GetScopeProfiles() {
+				for _, p := range sp.GetProfiles() {
+					at := time.Unix(0, int64(p.GetTimeUnixNano()))
+					steps := int64((at.Sub(start) + step - 1) / step) // the step that ends at or after the profile
+					for _, smp := range p.GetSamples() {
+						for _, ts := range smp.GetTimestampsUnixNano() {
+							t := time.Unix(0, int64(ts))
+							bySample[start.Add(t.Sub(start).Truncate(step)).UnixMilli()] += float64(p.GetPeriod())
+							byProfile[start.Add(time.Duration(steps)*step).UnixMilli()] += float64(p.GetPeriod())
+						}
+					}
+				}
+			}
+		}
+	}
+	key := "service_name=checkout"
+	require.Equal(t, map[string]map[int64]float64{key: bySample}, seriesPoints(fhs.Msg.GetSeries()))
+	require.Equal(t, map[string]map[int64]float64{key: byProfile}, seriesPoints(pys.Msg.GetSeries()))
+	require.NotEqual(t, bySample, byProfile, "the data tells the two bucketings apart")
+	for _, points := range []map[int64]float64{bySample, byProfile} {
+		sum := 0.0
+		for _, v := range points {
+			sum += v
+		}
+		require.InDelta(t, float64(wantTotal), sum, 1)
+	}
 }
 
 func typeIDs(types []*typesv1.ProfileType) []string {

@@ -190,39 +190,52 @@ func FuzzInspect(f *testing.F) {
 			{Rules: RulesWriter},
 			{ReadOnly: true, Rules: RulesTenant, TableOnlyFunctions: map[string]bool{"merge": true, "mergetreeindex": true}},
 		} {
-			stmt, err := Inspect(sql, opts)
-			if err != nil {
-				var ex *Error
-				if !errors.As(err, &ex) {
-					t.Fatalf("non-Exception error %T: %v", err, err)
-				}
-				continue
-			}
-			if ins := stmt.Insert; ins != nil {
-				if ins.DataOffset < 0 || ins.DataOffset > len(sql) {
-					t.Fatalf("data offset %d outside [0,%d]", ins.DataOffset, len(sql))
-				}
-				if !strings.HasPrefix(strings.TrimSpace(sql), ins.Head) {
-					t.Fatalf("head %q is not a prefix of %q", ins.Head, sql)
-				}
-				_, _, _ = InsertTarget(ins.Head)
-			}
-			if opts.Rules == RulesTenant && !tenantVerbs[stmt.Verb] {
-				t.Fatalf("a tenant user's %q was accepted", stmt.Verb)
-			}
+			checkInspected(t, sql, opts)
 		}
-		toks, err := tokenize(sql)
-		if err != nil {
-			return
-		}
-		prev := 0
-		for _, tk := range toks {
-			if tk.start < prev || tk.end > len(sql) || tk.start >= tk.end {
-				t.Fatalf("token %+v out of order or bounds", tk)
-			}
-			prev = tk.end
-		}
+		checkTokens(t, sql)
 	})
+}
+
+// checkInspected: the guard refuses with an Exception or accepts an INSERT
+// whose data offset and head fit the text, and a tenant user only the
+// verbs tenants may run.
+func checkInspected(t *testing.T, sql string, opts Options) {
+	stmt, err := Inspect(sql, opts)
+	if err != nil {
+		var ex *Error
+		if !errors.As(err, &ex) {
+			t.Fatalf("non-Exception error %T: %v", err, err)
+		}
+		return
+	}
+	if ins := stmt.Insert; ins != nil {
+		if ins.DataOffset < 0 || ins.DataOffset > len(sql) {
+			t.Fatalf("data offset %d outside [0,%d]", ins.DataOffset, len(sql))
+		}
+		if !strings.HasPrefix(strings.TrimSpace(sql), ins.Head) {
+			t.Fatalf("head %q is not a prefix of %q", ins.Head, sql)
+		}
+		_, _, _ = InsertTarget(ins.Head)
+	}
+	if opts.Rules == RulesTenant && !tenantVerbs[stmt.Verb] {
+		t.Fatalf("a tenant user's %q was accepted", stmt.Verb)
+	}
+}
+
+// checkTokens: the tokens of a text the lexer reads are in order, within
+// it and not empty.
+func checkTokens(t *testing.T, sql string) {
+	toks, err := tokenize(sql)
+	if err != nil {
+		return
+	}
+	prev := 0
+	for _, tk := range toks {
+		if tk.start < prev || tk.end > len(sql) || tk.start >= tk.end {
+			t.Fatalf("token %+v out of order or bounds", tk)
+		}
+		prev = tk.end
+	}
 }
 
 func TestInspectHostileHeredocsStayLinear(t *testing.T) {

@@ -211,50 +211,80 @@ func (l *lexer) word(start int) token {
 // number skips a numeric literal; digits followed by word characters form
 // an identifier such as 1st_column, exactly as the engine reads them.
 func (l *lexer) number(start int) (token, error) {
-	s := l.src
 	l.pos = start
-	digits := func(hex bool) {
-		for l.pos < len(s) && (isDigit(s[l.pos]) || (hex && isHexDigit(s[l.pos])) ||
-			(s[l.pos] == '_' && l.pos+1 < len(s) && isHexDigit(s[l.pos+1]) && l.pos > start)) {
-			l.pos++
-		}
-	}
 	if l.started && l.prev == tokPunct && l.prevText == "." {
 		// After a dot only a plain integer: x.1.1 is chained tuple access.
-		digits(false)
+		l.digits(start, false)
 	} else {
-		hex := false
-		if start+2 < len(s) && s[start] == '0' && (s[start+1] == 'x' || s[start+1] == 'X') && isHexDigit(s[start+2]) {
-			hex = true
-			l.pos += 2
-		} else if start+2 < len(s) && s[start] == '0' && (s[start+1] == 'b' || s[start+1] == 'B') && (s[start+2] == '0' || s[start+2] == '1') {
-			l.pos += 2
-		}
-		digits(hex)
-		if l.pos < len(s) && s[l.pos] == '.' {
-			l.pos++
-			digits(hex)
-		}
-		if l.pos+1 < len(s) && ((!hex && (s[l.pos] == 'e' || s[l.pos] == 'E')) || (hex && (s[l.pos] == 'p' || s[l.pos] == 'P'))) {
-			l.pos++
-			if l.pos+1 < len(s) && (s[l.pos] == '-' || s[l.pos] == '+') {
-				l.pos++
-			}
-			digits(false)
+		l.numericLiteral(start)
+	}
+	if l.pos < len(l.src) && isWordChar(l.src[l.pos]) {
+		return l.numberWord(start)
+	}
+	return token{kind: tokNumber, text: l.src[start:l.pos], start: start, end: l.pos}, nil
+}
+
+// digits skips decimal digits (hex digits too with hex) and the
+// underscores between them after the literal's first character.
+func (l *lexer) digits(start int, hex bool) {
+	s := l.src
+	for l.pos < len(s) && (isDigit(s[l.pos]) || (hex && isHexDigit(s[l.pos])) ||
+		(s[l.pos] == '_' && l.pos+1 < len(s) && isHexDigit(s[l.pos+1]) && l.pos > start)) {
+		l.pos++
+	}
+}
+
+// numericLiteral skips a number from start: a 0x or 0b prefix, digits, a
+// fraction and an exponent.
+func (l *lexer) numericLiteral(start int) {
+	s := l.src
+	hex := false
+	if start+2 < len(s) && s[start] == '0' && (s[start+1] == 'x' || s[start+1] == 'X') && isHexDigit(s[start+2]) {
+		hex = true
+		l.pos += 2
+	} else if start+2 < len(s) && s[start] == '0' && (s[start+1] == 'b' || s[start+1] == 'B') && (s[start+2] == '0' || s[start+2] == '1') {
+		l.pos += 2
+	}
+	l.digits(start, hex)
+	if l.pos < len(s) && s[l.pos] == '.' {
+		l.pos++
+		l.digits(start, hex)
+	}
+	l.exponent(start, hex)
+}
+
+// exponent skips a number's exponent: e or E (p or P after hex digits), a
+// sign and decimal digits.
+func (l *lexer) exponent(start int, hex bool) {
+	s := l.src
+	marks := "eE"
+	if hex {
+		marks = "pP"
+	}
+	if l.pos+1 >= len(s) || strings.IndexByte(marks, s[l.pos]) < 0 {
+		return
+	}
+	l.pos++
+	if l.pos+1 < len(s) && (s[l.pos] == '-' || s[l.pos] == '+') {
+		l.pos++
+	}
+	l.digits(start, false)
+}
+
+// numberWord reads a number followed by word characters as the engine
+// does: an identifier when all of it is word characters (1st_column), else
+// a syntax error (1.5e3abc).
+func (l *lexer) numberWord(start int) (token, error) {
+	s := l.src
+	for l.pos < len(s) && isWordChar(s[l.pos]) {
+		l.pos++
+	}
+	for i := start; i < l.pos; i++ {
+		if !isWordChar(s[i]) && s[i] != '$' {
+			return token{}, syntaxError(start, "wrong number "+strconv.Quote(s[start:l.pos]))
 		}
 	}
-	if l.pos < len(s) && isWordChar(s[l.pos]) {
-		for l.pos < len(s) && isWordChar(s[l.pos]) {
-			l.pos++
-		}
-		for i := start; i < l.pos; i++ {
-			if !isWordChar(s[i]) && s[i] != '$' {
-				return token{}, syntaxError(start, "wrong number "+strconv.Quote(s[start:l.pos]))
-			}
-		}
-		return token{kind: tokWord, text: s[start:l.pos], start: start, end: l.pos}, nil
-	}
-	return token{kind: tokNumber, text: s[start:l.pos], start: start, end: l.pos}, nil
+	return token{kind: tokWord, text: s[start:l.pos], start: start, end: l.pos}, nil
 }
 
 // quoted reads a quoted string or identifier: backslash escapes and a

@@ -375,12 +375,12 @@ func (c *converter) location(idx int32) (start, n uint32, err error) {
 	}
 	l := &c.locs[idx]
 	if l.state == unresolved {
-		l.start = uint32(len(c.frames)) //nolint:gosec // G115: frames are bounded by the payload size
+		l.start = uint32(len(c.frames))
 		l.err = c.resolveLocation(idx)
 		if l.err != nil {
 			c.frames = c.frames[:l.start]
 		}
-		l.n = uint32(len(c.frames)) - l.start //nolint:gosec // G115: as above
+		l.n = uint32(len(c.frames)) - l.start
 		l.state = resolved
 	}
 	return l.start, l.n, l.err
@@ -472,7 +472,7 @@ func clampUint32(v int64) uint32 {
 	if v > math.MaxUint32 {
 		return math.MaxUint32
 	}
-	return uint32(v) //nolint:gosec // G115: 0 <= v <= MaxUint32 here
+	return uint32(v)
 }
 
 // truncatedFrame ends a stack cut at MaxStackDepth.
@@ -502,7 +502,7 @@ var emptyStack = stackEntry{state: resolved, id: model.StackID(nil)}
 
 func (c *converter) resolveStack(idx int32, s *stackEntry) {
 	s.state = resolved
-	s.start = uint32(len(c.stackIDs)) //nolint:gosec // G115: bounded by the payload size
+	s.start = uint32(len(c.stackIDs))
 	locs := c.req.Int32Slice(c.dict.Stacks[idx].LocationIndices)
 	limit := c.opts.MaxStackDepth
 	frames := 0
@@ -527,7 +527,7 @@ func (c *converter) resolveStack(idx int32, s *stackEntry) {
 		c.stackIDs = append(c.stackIDs[:int(s.start)+limit-1], truncatedFrame.ID)
 		s.truncated = true
 	}
-	s.n = uint32(len(c.stackIDs)) - s.start //nolint:gosec // G115: as above
+	s.n = uint32(len(c.stackIDs)) - s.start
 	s.id = model.StackID(c.stackIDs[s.start:])
 }
 

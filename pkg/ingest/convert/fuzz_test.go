@@ -40,31 +40,38 @@ func FuzzConvert(f *testing.F) {
 		if res.Accepted() < 0 || res.Accepted() > res.Profiles {
 			t.Fatalf("accepted %d of %d", res.Accepted(), res.Profiles)
 		}
-		series := map[*model.Series]bool{}
-		for _, s := range res.Batch.Series {
-			series[s] = true
-		}
-		for _, s := range res.Batch.Samples {
-			if !series[s.Meta.Series] {
-				t.Fatalf("sample refers to a series that is not in the batch")
-			}
-			sym := res.Batch.Symbols[model.ServiceKey{Tenant: s.Meta.Series.Tenant, Service: s.Meta.Series.Service}]
-			if sym == nil {
-				t.Fatalf("sample's service has no symbols")
-			}
-			stacks, frames := sym.ByID()
-			if stacks[s.StackID] == nil {
-				t.Fatalf("sample refers to a stack that is not in the batch")
-			}
-			ids := stacks[s.StackID].FrameIDs
-			if len(ids) > testOptions().MaxStackDepth || model.StackID(ids) != s.StackID {
-				t.Fatalf("stack of %d frames does not match its id or exceeds the depth limit", len(ids))
-			}
-			for _, id := range ids {
-				if frames[id] == nil || frames[id].ID != id {
-					t.Fatalf("stack refers to a frame that is not in the batch")
-				}
-			}
-		}
+		checkBatchConsistent(t, res.Batch)
 	})
+}
+
+// checkBatchConsistent: every sample's series, service symbols, stack and
+// frames are in the batch, and every stack matches its id and the depth
+// limit.
+func checkBatchConsistent(t *testing.T, batch *model.Batch) {
+	series := map[*model.Series]bool{}
+	for _, s := range batch.Series {
+		series[s] = true
+	}
+	for _, s := range batch.Samples {
+		if !series[s.Meta.Series] {
+			t.Fatalf("sample refers to a series that is not in the batch")
+		}
+		sym := batch.Symbols[model.ServiceKey{Tenant: s.Meta.Series.Tenant, Service: s.Meta.Series.Service}]
+		if sym == nil {
+			t.Fatalf("sample's service has no symbols")
+		}
+		stacks, frames := sym.ByID()
+		if stacks[s.StackID] == nil {
+			t.Fatalf("sample refers to a stack that is not in the batch")
+		}
+		ids := stacks[s.StackID].FrameIDs
+		if len(ids) > testOptions().MaxStackDepth || model.StackID(ids) != s.StackID {
+			t.Fatalf("stack of %d frames does not match its id or exceeds the depth limit", len(ids))
+		}
+		for _, id := range ids {
+			if frames[id] == nil || frames[id].ID != id {
+				t.Fatalf("stack refers to a frame that is not in the batch")
+			}
+		}
+	}
 }

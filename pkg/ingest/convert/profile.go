@@ -87,9 +87,9 @@ func (c *converter) convertProfile(p *otlpwire.Profile, series *model.Series, sv
 	start := p.TimeUnixNano
 	now := c.opts.Now()
 	if start == 0 {
-		start = uint64(now.UnixNano()) //nolint:gosec // G115: the clock is after 1970
+		start = uint64(now.UnixNano())
 	}
-	if c.opts.MaxFutureSkew > 0 && start > uint64(now.Add(c.opts.MaxFutureSkew).UnixNano()) { //nolint:gosec // G115: as above
+	if c.opts.MaxFutureSkew > 0 && start > uint64(now.Add(c.opts.MaxFutureSkew).UnixNano()) {
 		return invalid(ReasonTimestampRange, "time_unix_nano %d is more than %s in the future", start, c.opts.MaxFutureSkew)
 	}
 	ps := &c.ps
@@ -158,7 +158,7 @@ func (c *converter) sample(s *otlpwire.Sample, b *model.Batch) error {
 	k := rowKey{stack: s.StackIndex, link: s.LinkIndex, attrs: set}
 	row := model.Sample{StackID: stack.id, Meta: meta, Attributes: attrs}
 	if len(stamps) == 0 {
-		k.second = int64(w.start / 1e9) //nolint:gosec // G115: nanoseconds / 1e9 fits
+		k.second = int64(w.start / 1e9)
 		row.Timestamp, row.Value = k.second, values[0]*c.ps.factor
 		c.addRow(b, k, row)
 		b.Events++
@@ -174,7 +174,7 @@ func (c *converter) sample(s *otlpwire.Sample, b *model.Batch) error {
 			v = values[i]
 		}
 		v *= c.ps.factor
-		second := int64(ts / 1e9) //nolint:gosec // G115: nanoseconds / 1e9 fits
+		second := int64(ts / 1e9)
 		if last >= 0 && b.Samples[last].Timestamp == second {
 			b.Samples[last].Value += v // the common case: events of one second in a row
 			continue
@@ -194,7 +194,7 @@ func (c *converter) addRow(b *model.Batch, k rowKey, row model.Sample) int32 {
 		b.Samples[i].Value += row.Value
 		return i
 	}
-	i := int32(len(b.Samples)) //nolint:gosec // G115: rows are bounded by the payload size
+	i := int32(len(b.Samples))
 	b.Samples = append(b.Samples, row)
 	c.ps.rows[k] = i
 	return i

@@ -30,13 +30,13 @@ func (c *converter) attributeSet(indices []int32) (int32, error) {
 	var buf [64]byte
 	key := buf[:0]
 	for _, i := range indices {
-		key = binary.LittleEndian.AppendUint32(key, uint32(i)) //nolint:gosec // G115: a bit-exact key
+		key = binary.LittleEndian.AppendUint32(key, uint32(i))
 	}
 	h := xxhash.Sum64(key)
 	id, ok := c.setIDs[h]
 	if !ok || !slices.Equal(indices, c.sets[id].indices) {
 		kvs, err := c.resolveAttributeSet(indices)
-		id = int32(len(c.sets)) //nolint:gosec // G115: sets are bounded by the payload size
+		id = int32(len(c.sets))
 		c.sets = append(c.sets, attrSet{indices: indices, kvs: kvs, err: err})
 		if !ok { // on a hash collision the list is resolved again each time: correct, and rare
 			c.setIDs[h] = id
@@ -93,7 +93,7 @@ func (u *usage) serviceIndex(s *model.Series) int32 {
 	k := model.ServiceKey{Tenant: s.Tenant, Service: s.Service}
 	id, ok := u.serviceID[k]
 	if !ok {
-		id = int32(len(u.services)) //nolint:gosec // G115: services are bounded by the payload size
+		id = int32(len(u.services))
 		u.services = append(u.services, k)
 		u.serviceID[k] = id
 	}
@@ -163,7 +163,7 @@ func (c *converter) emitFrames(sym *model.Symbols, u usedStack, s *stackEntry, l
 			}
 			locSvc[locs[i]] = u.svc + 1
 		}
-		for j := l.start; j < l.start+uint32(n); j++ { //nolint:gosec // G115: n <= l.n
+		for j := l.start; j < l.start+uint32(n); j++ {
 			sym.Frames = append(sym.Frames, &c.frames[j])
 		}
 	}

@@ -261,14 +261,14 @@ func (b *Batch) ServiceSymbols(k ServiceKey) *Symbols {
 // cannot shift between hashes.
 func writeField(h *xxhash.Digest, s string) {
 	var n [4]byte
-	binary.LittleEndian.PutUint32(n[:], uint32(len(s))) //nolint:gosec // G115: strings are far below 4 GiB
+	binary.LittleEndian.PutUint32(n[:], uint32(len(s)))
 	_, _ = h.Write(n[:])
 	_, _ = h.WriteString(s)
 }
 
 // appendField appends a length-prefixed string.
 func appendField(b []byte, s string) []byte {
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(s))) //nolint:gosec // G115: strings are far below 4 GiB
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
 	return append(b, s...)
 }
 

@@ -90,7 +90,7 @@ func (r *reader) nextWord() (tag, x uint64, v []byte, err error) {
 			start := i + l>>3
 			end := start
 			if tag&7 == wireBytes {
-				end += int(x) //nolint:gosec // G115: x < 2^49
+				end += int(x)
 			}
 			if end <= len(b) {
 				r.i = end
@@ -209,7 +209,7 @@ func appendVarints[T int32 | int64](arr []T, b []byte) ([]T, error) {
 			if stop := ^w & 0x8080808080808080; stop != 0 {
 				l := bits.TrailingZeros64(stop) + 1
 				if i+l>>3 <= len(b) {
-					arr = append(arr, T(packVarint(w&lowBits(l), l > 32))) //nolint:gosec // G115: protobuf int32/int64 semantics keep the low bits
+					arr = append(arr, T(packVarint(w&lowBits(l), l > 32)))
 					i += l >> 3
 					continue
 				}
@@ -219,7 +219,7 @@ func appendVarints[T int32 | int64](arr []T, b []byte) ([]T, error) {
 		if n < 0 {
 			return arr, protowire.ParseError(n)
 		}
-		arr = append(arr, T(x)) //nolint:gosec // G115: as above
+		arr = append(arr, T(x))
 		i += n
 	}
 	return arr, nil
@@ -269,13 +269,13 @@ func extend[T any](arr *[]T, list []T) []T {
 
 // u32 converts a length below 4 GiB (Decode rejects larger payloads, and
 // every array holds fewer elements than the payload has bytes).
-func u32(n int) uint32 { return uint32(n) } //nolint:gosec // G115: n < len(payload) < 4 GiB
+func u32(n int) uint32 { return uint32(n) }
 
 // i32 keeps the low 32 bits of a varint, as protobuf-go does for int32.
-func i32(x uint64) int32 { return int32(x) } //nolint:gosec // G115: protobuf int32 semantics
+func i32(x uint64) int32 { return int32(x) }
 
 // i64 reinterprets a varint as int64, as protobuf-go does for int64.
-func i64(x uint64) int64 { return int64(x) } //nolint:gosec // G115: protobuf int64 semantics
+func i64(x uint64) int64 { return int64(x) }
 
 // low32 keeps the low 32 bits of a varint, as protobuf-go does for uint32.
-func low32(x uint64) uint32 { return uint32(x) } //nolint:gosec // G115: protobuf uint32 semantics
+func low32(x uint64) uint32 { return uint32(x) }

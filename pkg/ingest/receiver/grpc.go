@@ -113,12 +113,12 @@ func exportHandler(srv any, ctx context.Context, //nolint:revive // context-as-a
 	if err := dec(in); err != nil {
 		return nil, err
 	}
-	s := srv.(*grpcService) //nolint:forcetypeassert // registered with this type only
+	s := srv.(*grpcService) // registered with this type only
 	if interceptor == nil {
 		return s.Export(ctx, in)
 	}
 	handler := func(ctx context.Context, req any) (any, error) {
-		return s.Export(ctx, req.(*rawRequest)) //nolint:forcetypeassert // built above
+		return s.Export(ctx, req.(*rawRequest)) // built above
 	}
 	return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: exportMethod}, handler)
 }

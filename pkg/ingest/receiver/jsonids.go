@@ -19,19 +19,38 @@ func hexIDsToBase64(body []byte) ([]byte, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("%w: %w", errNotObject, err)
 	}
-	if dict, ok := field(doc, "dictionary").(map[string]any); ok {
-		for i, l := range list(field(dict, "linkTable", "link_table")) {
-			link, ok := l.(map[string]any)
-			if !ok {
-				continue
-			}
-			for _, k := range []string{"traceId", "trace_id", "spanId", "span_id"} {
-				if err := rewriteHex(link, k); err != nil {
-					return nil, fmt.Errorf("dictionary.linkTable[%d]: %w", i, err)
-				}
+	if err := rewriteLinkIDs(doc); err != nil {
+		return nil, err
+	}
+	if err := rewriteProfileIDs(doc); err != nil {
+		return nil, err
+	}
+	return json.Marshal(doc)
+}
+
+// rewriteLinkIDs rewrites the trace and span ids of the dictionary's link
+// table.
+func rewriteLinkIDs(doc map[string]any) error {
+	dict, ok := field(doc, "dictionary").(map[string]any)
+	if !ok {
+		return nil
+	}
+	for i, l := range list(field(dict, "linkTable", "link_table")) {
+		link, ok := l.(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, k := range []string{"traceId", "trace_id", "spanId", "span_id"} {
+			if err := rewriteHex(link, k); err != nil {
+				return fmt.Errorf("dictionary.linkTable[%d]: %w", i, err)
 			}
 		}
 	}
+	return nil
+}
+
+// rewriteProfileIDs rewrites the profile ids of every profile.
+func rewriteProfileIDs(doc map[string]any) error {
 	for _, rp := range list(field(doc, "resourceProfiles", "resource_profiles")) {
 		rpm, _ := rp.(map[string]any)
 		for _, sp := range list(field(rpm, "scopeProfiles", "scope_profiles")) {
@@ -43,13 +62,13 @@ func hexIDsToBase64(body []byte) ([]byte, error) {
 				}
 				for _, k := range []string{"profileId", "profile_id"} {
 					if err := rewriteHex(pm, k); err != nil {
-						return nil, fmt.Errorf("profile: %w", err)
+						return fmt.Errorf("profile: %w", err)
 					}
 				}
 			}
 		}
 	}
-	return json.Marshal(doc)
+	return nil
 }
 
 func field(m map[string]any, names ...string) any {

@@ -467,8 +467,8 @@ func rawGRPCExport(t *testing.T, addr string, gzipped []byte) (codes.Code, strin
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	defer tr.CloseIdleConnections()
 	frame := make([]byte, 5, 5+len(gzipped))
-	frame[0] = 1                                                // compressed
-	binary.BigEndian.PutUint32(frame[1:], uint32(len(gzipped))) //nolint:gosec // G115: a test's short message
+	frame[0] = 1 // compressed
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(gzipped)))
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+addr+exportMethod, bytes.NewReader(append(frame, gzipped...)))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/grpc")
@@ -481,5 +481,5 @@ func rawGRPCExport(t *testing.T, addr string, gzipped []byte) (codes.Code, strin
 	require.NoError(t, err)
 	code, err := strconv.Atoi(resp.Trailer.Get("Grpc-Status") + resp.Header.Get("Grpc-Status"))
 	require.NoError(t, err, "grpc-status in %v %v", resp.Header, resp.Trailer)
-	return codes.Code(code), resp.Trailer.Get("Grpc-Message") + resp.Header.Get("Grpc-Message") //nolint:gosec // G115: gRPC codes are small
+	return codes.Code(code), resp.Trailer.Get("Grpc-Message") + resp.Header.Get("Grpc-Message")
 }

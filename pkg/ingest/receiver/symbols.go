@@ -121,7 +121,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	w.Header().Set("Content-Type", contentJSON)
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n')) //nolint:gosec // G705: JSON, never HTML
+	_, _ = w.Write(append(body, '\n'))
 }
 
 func (h *symbolsHandler) serve(req *http.Request) (symbols.Uploaded, *symbolsError) {

@@ -20,7 +20,7 @@ const (
 func cacheKey(kind byte, tenant, service string, id uint64) uint64 {
 	var arr [128]byte
 	b := append(arr[:0], kind)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(tenant))) //nolint:gosec // G115: short strings
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(tenant)))
 	b = append(b, tenant...)
 	b = append(b, service...)
 	b = binary.LittleEndian.AppendUint64(b, id)

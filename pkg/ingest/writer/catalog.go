@@ -97,10 +97,10 @@ func (w *Writer) newCatalogs(ps []*pending) *catalogs {
 	return c
 }
 
-func hourPeriod(hour int64) int32 { return int32(hour / 3600) } //nolint:gosec // G115: hours since 1970 fit
+func hourPeriod(hour int64) int32 { return int32(hour / 3600) }
 
 func (c *catalogs) addSeries(cache *symbolCache, r catalogRow) {
-	key := cacheKey(kindCatalog, r.scope.tenant, r.scope.service+"\x00"+r.scope.profileType, r.series^uint64(r.hour)) //nolint:gosec // G115: a hash input
+	key := cacheKey(kindCatalog, r.scope.tenant, r.scope.service+"\x00"+r.scope.profileType, r.series^uint64(r.hour))
 	if !c.remember(cache, key, hourPeriod(r.hour)) {
 		return
 	}
@@ -108,7 +108,7 @@ func (c *catalogs) addSeries(cache *symbolCache, r catalogRow) {
 }
 
 func (c *catalogs) addLabel(cache *symbolCache, r labelRow) {
-	key := cacheKey(kindLabel, r.scope.tenant, r.scope.service+"\x00"+r.scope.profileType+"\x00"+r.kv.Key+"\x00"+r.kv.Value, uint64(r.hour)) //nolint:gosec // G115: a hash input
+	key := cacheKey(kindLabel, r.scope.tenant, r.scope.service+"\x00"+r.scope.profileType+"\x00"+r.kv.Key+"\x00"+r.kv.Value, uint64(r.hour))
 	if !c.remember(cache, key, hourPeriod(r.hour)) {
 		return
 	}
@@ -135,7 +135,7 @@ func (c *catalogs) rememberAll(cache *symbolCache) {
 
 func catalogRows(rows []catalogRow) *rowSet {
 	return &rowSet{table: schema.Catalog, rows: len(rows), cols: []column{
-		{name: "Hour", kind: colDateTime, num: func(i int) uint64 { return uint64(rows[i].hour) }}, //nolint:gosec // G115: after 1970
+		{name: "Hour", kind: colDateTime, num: func(i int) uint64 { return uint64(rows[i].hour) }},
 		{name: "TenantId", kind: colLC, str: func(i int) string { return rows[i].scope.tenant }},
 		{name: "ProfileType", kind: colLC, str: func(i int) string { return rows[i].scope.profileType }},
 		{name: "ServiceName", kind: colLC, str: func(i int) string { return rows[i].scope.service }},
@@ -145,7 +145,7 @@ func catalogRows(rows []catalogRow) *rowSet {
 
 func labelRows(rows []labelRow) *rowSet {
 	return &rowSet{table: schema.SampleLabels, rows: len(rows), cols: []column{
-		{name: "Hour", kind: colDateTime, num: func(i int) uint64 { return uint64(rows[i].hour) }}, //nolint:gosec // G115: after 1970
+		{name: "Hour", kind: colDateTime, num: func(i int) uint64 { return uint64(rows[i].hour) }},
 		{name: "TenantId", kind: colLC, str: func(i int) string { return rows[i].scope.tenant }},
 		{name: "ProfileType", kind: colLC, str: func(i int) string { return rows[i].scope.profileType }},
 		{name: "ServiceName", kind: colLC, str: func(i int) string { return rows[i].scope.service }},

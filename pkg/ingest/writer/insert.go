@@ -25,8 +25,8 @@ const insertTimeout = 60 * time.Second
 func (w *Writer) write(ctx context.Context, ps []*pending) error {
 	ctx, cancel := context.WithTimeout(ctx, insertTimeout)
 	defer cancel()
-	day := uint64(w.now().Unix() / 86400) //nolint:gosec // G115: after 1970
-	dayNum := int32(day)                  //nolint:gosec // G115: days since 1970 fit
+	day := uint64(w.now().Unix() / 86400)
+	dayNum := int32(day)
 	meta := w.newMetadata(ps, dayNum)
 	cats := w.newCatalogs(ps)
 	steps := []*rowSet{

@@ -52,7 +52,7 @@ func (d *lcDict) id(s string) uint32 {
 	if d.index == nil {
 		d.index = map[string]uint32{}
 	}
-	i := uint32(len(d.values)) //nolint:gosec // G115: a block holds far fewer than 2^32 distinct values
+	i := uint32(len(d.values))
 	d.index[s] = i
 	d.values = append(d.values, s)
 	return i
@@ -132,14 +132,14 @@ func (e *nativeSamples) addMeta(m *model.SampleMeta) uint32 {
 		ids[i] = e.scalar[i].id(v)
 	}
 	e.metaIDs = append(e.metaIDs, ids)
-	return uint32(len(e.metaIDs) - 1) //nolint:gosec // G115: see lcDict.id
+	return uint32(len(e.metaIDs) - 1)
 }
 
 // encode writes the block: column and row counts, then each column's name,
 // type, state prefix and data, in sampleColumns order.
 func (e *nativeSamples) encode(ps []*pending) {
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(sampleColumnNames)))
-	e.buf = binary.AppendUvarint(e.buf, uint64(e.rows)) //nolint:gosec // G115: a count
+	e.buf = binary.AppendUvarint(e.buf, uint64(e.rows))
 	e.header("Timestamp", typeDateTime)
 	eachSample(ps, func(s *model.Sample) {
 		e.buf = binary.LittleEndian.AppendUint32(e.buf, clampDateTime(s.Timestamp))
@@ -152,7 +152,7 @@ func (e *nativeSamples) encode(ps []*pending) {
 	e.header("SeriesId", typeUInt64)
 	eachSample(ps, func(s *model.Sample) { e.buf = binary.LittleEndian.AppendUint64(e.buf, s.Meta.Series.ID) })
 	e.header("Value", typeInt64)
-	eachSample(ps, func(s *model.Sample) { e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(s.Value)) }) //nolint:gosec // G115: two's complement, as Int64 is sent
+	eachSample(ps, func(s *model.Sample) { e.buf = binary.LittleEndian.AppendUint64(e.buf, uint64(s.Value)) })
 	e.header("TraceId", typeString)
 	eachSample(ps, func(s *model.Sample) { e.appendString(s.Meta.TraceID) })
 	e.header("SpanId", typeString)
@@ -209,11 +209,11 @@ func (e *nativeBuf) lcData(d *lcDict, ids []uint32) {
 	switch width {
 	case lcIndexUInt8:
 		for _, i := range ids {
-			e.buf = append(e.buf, byte(i)) //nolint:gosec // G115: width chosen from the dictionary size
+			e.buf = append(e.buf, byte(i))
 		}
 	case lcIndexUInt16:
 		for _, i := range ids {
-			e.buf = binary.LittleEndian.AppendUint16(e.buf, uint16(i)) //nolint:gosec // G115: as above
+			e.buf = binary.LittleEndian.AppendUint16(e.buf, uint16(i))
 		}
 	default:
 		for _, i := range ids {

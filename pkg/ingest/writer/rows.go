@@ -105,13 +105,13 @@ func (c *column) value(i int) any {
 	case colUInt64:
 		return c.num(i)
 	case colUInt32:
-		return uint32(c.num(i)) //nolint:gosec // G115: the getter returns a UInt32 value
+		return uint32(c.num(i))
 	case colBool:
 		return c.num(i) != 0
 	case colDate:
-		return time.Unix(int64(c.num(i))*86400, 0).UTC() //nolint:gosec // G115: days since 1970
+		return time.Unix(int64(c.num(i))*86400, 0).UTC()
 	case colDateTime:
-		return time.Unix(int64(c.num(i)), 0).UTC() //nolint:gosec // G115: seconds since 1970
+		return time.Unix(int64(c.num(i)), 0).UTC()
 	case colUInt64Array:
 		return c.ids(i)
 	case colInt64:
@@ -127,7 +127,7 @@ func (c *column) value(i int) any {
 func (r *rowSet) native() []byte {
 	var e nativeBuf
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(r.cols)))
-	e.buf = binary.AppendUvarint(e.buf, uint64(r.rows)) //nolint:gosec // G115: a count
+	e.buf = binary.AppendUvarint(e.buf, uint64(r.rows))
 	for i := range r.cols {
 		c := &r.cols[i]
 		e.header(c.name, colTypes[c.kind])

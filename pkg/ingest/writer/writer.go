@@ -233,7 +233,7 @@ func (w *Writer) Write(ctx context.Context, b *model.Batch) error {
 // a queued request holds little more than its sample rows and payload.
 // (A symbol cached today is committed: samples may refer to it.)
 func (w *Writer) dropKnownSymbols(b *model.Batch) {
-	day := int32(w.now().Unix() / 86400) //nolint:gosec // G115: days since 1970 fit
+	day := int32(w.now().Unix() / 86400)
 	var keys []uint64
 	var known []bool
 	check := func(n int, key func(i int) uint64) []bool {

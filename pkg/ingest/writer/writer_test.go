@@ -171,7 +171,7 @@ func requireProfilesStored(t *testing.T, conn clickhouse.Conn, tables schema.Con
 		p, ok := want[key{series, typ}]
 		require.True(t, ok, "a profile of series %d and type %s", series, typ)
 		require.Equal(t, []any{p.TimeNanos, p.Series.Tenant, p.Series.Service, p.ProfileID, p.DurationNanos, p.Period, p.FirstSecond, p.LastSecond, p.Events, p.Total},
-			[]any{uint64(at.UnixNano()), tenant, service, id, duration, period, first, last, int64(events), total}) //nolint:gosec // G115: after 1970
+			[]any{uint64(at.UnixNano()), tenant, service, id, duration, period, first, last, int64(events), total})
 		require.Equal(t, total, samples, "the profile's rows in its window hold its total")
 		n++
 	}

@@ -38,7 +38,7 @@ func diffRows(t *testing.T, frame *data.Frame) []diffRow {
 		out[i] = diffRow{
 			Level: r.Level, Value: r.Value, Self: r.Self, Label: r.Label,
 			ValueRight: frame.Fields[4].At(i).(int64), SelfRt: frame.Fields[5].At(i).(int64),
-		} //nolint:forcetypeassert // int64 fields
+		} // int64 fields
 	}
 	return out
 }

@@ -119,7 +119,7 @@ func prefixKey(stack []int32) uint64 {
 	for i := range 2 {
 		key <<= 32
 		if i < len(stack) {
-			key |= uint64(uint32(stack[i]) ^ 1<<31) //nolint:gosec // reinterpreting the bits is the point: flipping the sign bit orders them like the int32
+			key |= uint64(uint32(stack[i]) ^ 1<<31) // reinterpreting the bits is the point: flipping the sign bit orders them like the int32
 		}
 	}
 	return key

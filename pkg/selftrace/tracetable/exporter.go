@@ -129,7 +129,7 @@ func row(s sdktrace.ReadOnlySpan) []any {
 	return []any{
 		start, traceHex(sc.TraceID()), spanHex(sc.SpanID()), spanHex(s.Parent().SpanID()), sc.TraceState().String(),
 		s.Name(), kindName(s.SpanKind()), service, attrs(res.Attributes()), scope.Name, scope.Version, attrs(s.Attributes()),
-		uint64(end.UnixNano()) - uint64(start.UnixNano()), //nolint:gosec // G115: wraps like the exporter's uint64 difference
+		uint64(end.UnixNano()) - uint64(start.UnixNano()),
 		statusName(s.Status().Code), s.Status().Description,
 		eventTimes, eventNames, eventAttrs, linkTraces, linkSpans, linkStates, linkAttrs,
 	}

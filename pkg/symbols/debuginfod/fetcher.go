@@ -125,7 +125,7 @@ func NewWithHost(cfg Config, host HostConfig, store Store, known Known, log *slo
 	}
 	f := &Fetcher{
 		cfg: cfg, host: host, store: store, known: known, log: log, now: time.Now,
-		client:  &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}, //nolint:forcetypeassert // the standard library's
+		client:  &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}, // the standard library's
 		queue:   make(chan item, cfg.QueueSize),
 		work:    make(chan item),
 		pending: map[key]struct{}{}, negative: map[string]time.Time{}, stored: map[key]time.Time{},

@@ -138,7 +138,7 @@ func notFound(w http.ResponseWriter, r *http.Request, _ string, _ int32) { http.
 
 func serveFile(t *testing.T, path string) func(w http.ResponseWriter, r *http.Request) {
 	t.Helper()
-	data, err := os.ReadFile(path) //nolint:gosec // G304: the test's own file
+	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(data) }
 }
@@ -250,7 +250,7 @@ func TestFetcherStoresWhatItFetches(t *testing.T) {
 				return func(w http.ResponseWriter, _ *http.Request, _ string, _ int32) {
 					for range 10 { // flushed chunks: no Content-Length
 						_, _ = w.Write(make([]byte, 512))
-						w.(http.Flusher).Flush() //nolint:forcetypeassert // httptest's writer flushes
+						w.(http.Flusher).Flush() // httptest's writer flushes
 					}
 				}
 			},

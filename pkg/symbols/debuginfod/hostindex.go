@@ -63,64 +63,81 @@ func newHostIndex(dirs []string) *hostIndex {
 // build lists the search dirs and this process's mapped files.
 func (x *hostIndex) build() {
 	x.byName = map[string][]string{}
-	seenDirs := map[string]bool{}
-	seenFiles := map[string]bool{}
-	addName := func(name, real string) {
-		if !slices.Contains(x.byName[name], real) {
-			x.byName[name] = append(x.byName[name], real)
-		}
-	}
-	add := func(path string) bool {
-		real, err := filepath.EvalSymlinks(path)
-		if err != nil {
-			return true
-		}
-		if !seenFiles[real] {
-			if st, err := os.Stat(real); err != nil || !st.Mode().IsRegular() {
-				return true
-			}
-			if x.files >= x.limit {
-				x.truncated = true
-				return false
-			}
-			seenFiles[real] = true
-			x.files++
-			addName(filepath.Base(real), real)
-		}
-		addName(filepath.Base(path), real) // a link is found by its own name too
-		return true
-	}
+	b := indexBuild{x: x, seenDirs: map[string]bool{}, seenFiles: map[string]bool{}}
 	for _, dir := range x.dirs {
-		real, err := filepath.EvalSymlinks(dir)
-		if err != nil || seenDirs[real] {
-			continue
-		}
-		seenDirs[real] = true
-		_ = filepath.WalkDir(real, func(path string, d fs.DirEntry, err error) error {
-			switch {
-			case err != nil:
-				if d != nil && d.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
-			case d.IsDir():
-				if path != real && (strings.Count(strings.TrimPrefix(path, real), string(filepath.Separator)) > x.depth || seenDirs[path]) {
-					return fs.SkipDir
-				}
-				return nil
-			case d.Type().IsRegular(), d.Type()&fs.ModeSymlink != 0:
-				if !add(path) {
-					return fs.SkipAll
-				}
-			}
-			return nil
-		})
+		b.walk(dir)
 	}
 	for _, path := range mappedFiles(x.maps) {
-		if !add(path) {
+		if !b.add(path) {
 			break
 		}
 	}
+}
+
+// indexBuild is one build of a hostIndex: the directories and files (their
+// real paths) seen so far.
+type indexBuild struct {
+	x                   *hostIndex
+	seenDirs, seenFiles map[string]bool
+}
+
+// addName lists a real path under a name, once.
+func (b *indexBuild) addName(name, real string) {
+	if !slices.Contains(b.x.byName[name], real) {
+		b.x.byName[name] = append(b.x.byName[name], real)
+	}
+}
+
+// add indexes a regular file under its own name and its real path's; it
+// returns false once the index is full.
+func (b *indexBuild) add(path string) bool {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return true
+	}
+	if !b.seenFiles[real] {
+		if st, err := os.Stat(real); err != nil || !st.Mode().IsRegular() {
+			return true
+		}
+		if b.x.files >= b.x.limit {
+			b.x.truncated = true
+			return false
+		}
+		b.seenFiles[real] = true
+		b.x.files++
+		b.addName(filepath.Base(real), real)
+	}
+	b.addName(filepath.Base(path), real) // a link is found by its own name too
+	return true
+}
+
+// walk indexes the files under a search dir down to the index's depth,
+// skipping unreadable directories and those already walked.
+func (b *indexBuild) walk(dir string) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil || b.seenDirs[real] {
+		return
+	}
+	b.seenDirs[real] = true
+	_ = filepath.WalkDir(real, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		case d.IsDir():
+			if path != real && (strings.Count(strings.TrimPrefix(path, real), string(filepath.Separator)) > b.x.depth || b.seenDirs[path]) {
+				return fs.SkipDir
+			}
+			return nil
+		case d.Type().IsRegular(), d.Type()&fs.ModeSymlink != 0:
+			if !b.add(path) {
+				return fs.SkipAll
+			}
+		}
+		return nil
+	})
 }
 
 // mappedFiles lists the absolute paths /proc/self/maps names, except this

@@ -16,7 +16,7 @@ import (
 // copyFile copies src to dst (created with its directories).
 func copyFile(t *testing.T, src, dst string) {
 	t.Helper()
-	data, err := os.ReadFile(src) //nolint:gosec // G304: the test's own files
+	data, err := os.ReadFile(src)
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o750))
 	require.NoError(t, os.WriteFile(dst, data, 0o600))
@@ -124,7 +124,7 @@ func newHostHarnessWith(t *testing.T, host HostConfig) *harness {
 // FLAMEHOUSE_E2E_REQUIRE=1 a missing file fails.
 func debianFile(t *testing.T, path string) string {
 	t.Helper()
-	f, err := os.Open(path) //nolint:gosec // G304: a fixed system path
+	f, err := os.Open(path)
 	if err != nil {
 		if os.Getenv("FLAMEHOUSE_E2E_REQUIRE") == "1" {
 			t.Fatalf("%s: %v (scripts/setup.sh installs it)", path, err)

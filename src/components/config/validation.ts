@@ -1,3 +1,4 @@
+import { PATTERNS } from '../../generated/backend';
 import { SELECTION_LABELS, templatePlaceholders } from '../../links';
 import { DEFAULTS, HttpHeader } from '../../options';
 
@@ -8,8 +9,6 @@ import { DEFAULTS, HttpHeader } from '../../options';
  * undefined when the value is fine; an empty value means the default.
  */
 
-const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const tablePrefix = /^[A-Za-z0-9_]*$/;
 const number = /^\d+(\.\d*)?$|^\.\d+$/;
 
 /** A number of seconds, as dialTimeout, queryTimeout, spanWindowPadding and minStep. */
@@ -28,7 +27,7 @@ export function portError(port: number | undefined): string | undefined {
 }
 
 function identifierError(v: string | undefined): string | undefined {
-  if (!v || identifier.test(v)) {
+  if (!v || PATTERNS.identifier.test(v)) {
     return undefined;
   }
   return 'Must be a plain identifier: letters, digits and underscores, not starting with a digit';
@@ -62,7 +61,7 @@ export function metricsQueryError(v: string | undefined): string | undefined {
 }
 
 export function tablePrefixError(v: string | undefined): string | undefined {
-  if (!v || tablePrefix.test(v)) {
+  if (!v || PATTERNS.tablePrefix.test(v)) {
     return undefined;
   }
   return 'Must consist of letters, digits and underscores';
@@ -89,7 +88,7 @@ export function maxNodesError(n: number | undefined): string | undefined {
 
 /** A ClickHouse setting name. */
 export function settingNameError(v: string): string | undefined {
-  if (identifier.test(v)) {
+  if (PATTERNS.settingName.test(v)) {
     return undefined;
   }
   return v === '' ? 'Name the setting, e.g. max_threads' : 'Not a ClickHouse setting name';
@@ -101,7 +100,7 @@ export function headerNameError(headers: HttpHeader[], index: number): string | 
   if (name === '') {
     return 'Name the header';
   }
-  if (/[ :\r\n]/.test(name)) {
+  if ([...PATTERNS.httpHeaderNameForbidden].some((c) => name.includes(c))) {
     return 'A header name has no spaces or colons';
   }
   if (headers.findIndex((h) => h.name.toLowerCase() === name.toLowerCase()) !== index) {

@@ -9,10 +9,11 @@ import { containsVariable } from '../../interpolate';
 import { labelOptions } from '../../labelNames';
 import { selectors } from '../../selectors';
 import { FrameKind, FrameMode, FunctionValue, ProfileQuery, QueryType } from '../../types';
+import { QUERY_LIMITS } from '../../generated/backend';
 import { Lookup } from './hooks';
 
 /** Backend limits (pkg/query/request.go). */
-export const LIMITS = { groupBy: 8, limit: 10000, maxNodes: 1 << 20, defaultMaxNodes: 16384 };
+export const LIMITS = QUERY_LIMITS;
 
 const TYPES: Array<SelectableValue<QueryType>> = [
   { label: 'Profile', value: 'profile', description: 'Flame graph' },

@@ -135,7 +135,7 @@ func (b *builder) int32s(s pcommon.Int32Slice) otlpwire.Span {
 	for i := range n {
 		b.r.Int32s = append(b.r.Int32s, s.At(i))
 	}
-	return otlpwire.Span{Off: uint32(off), Len: uint32(n)} //nolint:gosec // a request's arrays hold far fewer than 2^32 elements
+	return otlpwire.Span{Off: uint32(off), Len: uint32(n)}
 }
 
 // str returns s when it is valid UTF-8, as Decode requires of a string.
@@ -164,7 +164,7 @@ func (b *builder) dictionary(d pprofile.ProfilesDictionary) {
 		loc := &t.Locations[i]
 		loc.MappingIndex, loc.Address = l.MappingIndex(), l.Address()
 		if lines := l.Lines(); lines.Len() > 0 {
-			loc.Lines = otlpwire.Span{Off: uint32(len(b.r.Lines)), Len: uint32(lines.Len())} //nolint:gosec // a request's arrays hold far fewer than 2^32 elements
+			loc.Lines = otlpwire.Span{Off: uint32(len(b.r.Lines)), Len: uint32(lines.Len())}
 			for j := range lines.Len() {
 				ln := lines.At(j)
 				b.r.Lines = append(b.r.Lines, otlpwire.Line{FunctionIndex: ln.FunctionIndex(), Line: ln.Line(), Column: ln.Column()})
@@ -339,13 +339,13 @@ func (b *builder) profile(p pprofile.Profile, out *otlpwire.Profile) {
 		o.StackIndex, o.LinkIndex = s.StackIndex(), s.LinkIndex()
 		o.AttributeIndices = b.int32s(s.AttributeIndices())
 		if vs := s.Values(); vs.Len() > 0 {
-			o.Values = otlpwire.Span{Off: uint32(len(b.r.Int64s)), Len: uint32(vs.Len())} //nolint:gosec // a request's arrays hold far fewer than 2^32 elements
+			o.Values = otlpwire.Span{Off: uint32(len(b.r.Int64s)), Len: uint32(vs.Len())}
 			for j := range vs.Len() {
 				b.r.Int64s = append(b.r.Int64s, vs.At(j))
 			}
 		}
 		if ts := s.TimestampsUnixNano(); ts.Len() > 0 {
-			o.TimestampsUnixNano = otlpwire.Span{Off: uint32(len(b.r.Uint64s)), Len: uint32(ts.Len())} //nolint:gosec // a request's arrays hold far fewer than 2^32 elements
+			o.TimestampsUnixNano = otlpwire.Span{Off: uint32(len(b.r.Uint64s)), Len: uint32(ts.Len())}
 			for j := range ts.Len() {
 				b.r.Uint64s = append(b.r.Uint64s, ts.At(j))
 			}

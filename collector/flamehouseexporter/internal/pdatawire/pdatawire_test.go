@@ -327,13 +327,13 @@ func resolved(r *otlpwire.Request, v reflect.Value) reflect.Value {
 	}
 	switch v.Type() {
 	case keyValueType:
-		kv := v.Interface().(otlpwire.KeyValue) //nolint:forcetypeassert // checked by type
+		kv := v.Interface().(otlpwire.KeyValue) // checked by type
 		if s, ok := str(kv.KeyStrindex); ok && kv.Key == "" {
 			kv.Key, kv.KeyStrindex = s, 0
 		}
 		return reflect.ValueOf(kv)
 	case anyValueType:
-		av := v.Interface().(otlpwire.AnyValue) //nolint:forcetypeassert // checked by type
+		av := v.Interface().(otlpwire.AnyValue) // checked by type
 		if s, ok := str(av.Strindex); ok && av.Kind == otlpwire.KindStringStrindex {
 			av.Kind, av.Str, av.Strindex = otlpwire.KindString, s, 0
 		}
@@ -368,7 +368,7 @@ func expandValue(r *otlpwire.Request, v reflect.Value) any {
 		case v.Type() == reflect.TypeFor[otlpwire.Request]() && (name == "Int32s" || name == "Int64s" || name == "Uint64s" || name == "Lines"):
 			// reached through the Spans
 		case fv.Type() == spanType:
-			out[name] = expandValue(r, reflect.ValueOf(spanElements(r, name, fv.Interface().(otlpwire.Span)))) //nolint:forcetypeassert // checked by type
+			out[name] = expandValue(r, reflect.ValueOf(spanElements(r, name, fv.Interface().(otlpwire.Span)))) // checked by type
 		default:
 			out[name] = expandValue(r, fv)
 		}
@@ -397,7 +397,7 @@ func spanElements(r *otlpwire.Request, field string, s otlpwire.Span) any {
 func TestEncodeAnswersAsPdataHoldsIt(t *testing.T) {
 	pd := everything()
 	strs := pd.Dictionary().StringTable().Len()
-	pd.Dictionary().FunctionTable().At(1).SetFilenameStrindex(int32(strs)) //nolint:gosec // a short table
+	pd.Dictionary().FunctionTable().At(1).SetFilenameStrindex(int32(strs))
 	res := pd.ResourceProfiles().At(0).Resource().Attributes()
 	res.PutStr("only.here", "a value no table holds")
 
@@ -425,7 +425,7 @@ func TestEncodeAnswersAsPdataHoldsIt(t *testing.T) {
 	hidden := everything()
 	var past int32
 	onTheWire(func(r *collectorpb.ExportProfilesServiceRequest) {
-		past = int32(len(r.Dictionary.StringTable)) //nolint:gosec // a short table
+		past = int32(len(r.Dictionary.StringTable))
 		r.ResourceProfiles[0].Resource.Attributes[0] = &commonpb.KeyValue{KeyStrindex: past}
 	})(hidden)
 	hidden.ResourceProfiles().At(0).Resource().Attributes().PutStr("only.here", "a value no table holds")

@@ -37,7 +37,7 @@ func TestWireWayOfAgentRequests(t *testing.T) {
 	var names []string
 	for _, f := range files {
 		name := "exporter/" + strings.TrimSuffix(filepath.Base(f), ".pb.gz")
-		raw, err := os.ReadFile(f) //nolint:gosec // the corpus
+		raw, err := os.ReadFile(f)
 		require.NoError(t, err)
 		zr, err := gzip.NewReader(bytes.NewReader(raw))
 		require.NoError(t, err)
