@@ -40,7 +40,7 @@ var ttlColumn = map[string]string{
 	schema.Samples: "Timestamp", schema.SamplesMinute: "Timestamp", schema.SamplesHour: "Timestamp",
 	schema.ServiceMinute: "Timestamp", schema.ServiceHour: "Timestamp",
 	schema.Stacks: "LastSeen", schema.Frames: "LastSeen", schema.Series: "LastSeen",
-	schema.Catalog: "Hour", schema.SampleLabels: "Hour",
+	schema.Catalog: "Hour", schema.SampleLabels: "Hour", schema.Profiles: "FirstSample",
 }
 
 func newTenancyFixture(t *testing.T) *tenancyFixture {
