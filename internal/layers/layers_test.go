@@ -45,8 +45,8 @@ var layers = [][]string{
 	},
 	// The ingest service and the Grafana datasource.
 	{"pkg/ingest", "pkg/plugin", "pkg/pyroscopeapi", "internal/e2edata"},
-	// `flamehouse run` and its commands.
-	{"pkg/service"},
+	// `flamehouse run` and its commands; the datasource's test support.
+	{"pkg/service", "internal/plugintest"},
 	// Programs (internal/tsgen writes the frontend's copy of the backend's defaults).
 	{"cmd/flamehouse", "pkg", "internal/tsgen"},
 	// Integration tests of their own, which run the programs and their
@@ -55,12 +55,13 @@ var layers = [][]string{
 }
 
 // harnesses are the packages that start real components for tests (the
-// embedded ClickHouse, Collectors, the eBPF profiler, Pyroscope) or build
-// their inputs and oracles: any package's tests may import them, whatever
-// their layer.
+// embedded ClickHouse, Collectors, the eBPF profiler, Pyroscope, the
+// datasource on the tests' ClickHouse) or build their inputs and oracles:
+// any package's tests may import them, whatever their layer.
 var harnesses = []string{
 	"internal/chtest", "internal/otelcoltest", "internal/nativebin", "internal/pproftest", "internal/profilegen",
 	"internal/otlpbuild", "internal/ebpfagent", "internal/pyroscopetest", "internal/harness", "internal/benchmem",
+	"internal/plugintest",
 }
 
 // integration is the prefix of the integration tests' packages, whose

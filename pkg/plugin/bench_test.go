@@ -1,8 +1,7 @@
-package plugin
+package plugin_test
 
 import (
 	"context"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -13,24 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
-	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
-
-// benchEnv reads a positive integer knob of the query benchmarks.
-func benchEnv(b *testing.B, name string, def int) int {
-	b.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(b, err, name)
-	require.Positive(b, n, name)
-	return n
-}
 
 // BenchmarkQuery measures flame graph and top-table queries through
 // QueryData on the workload of the performance targets: one service at
@@ -51,9 +37,9 @@ func benchEnv(b *testing.B, name string, def int) int {
 // allocated bytes per query (the plugin's memory). The datasource caches
 // stacks and frame labels across queries; "-cold" runs start without.
 func BenchmarkQuery(b *testing.B) {
-	minutes := benchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
-	hours := benchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
-	rate := benchEnv(b, "FLAMEHOUSE_BENCH_RATE", 1)
+	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
+	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
+	rate := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_RATE", 1)
 	f := newFixture(b, nil)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	fillSamples(b, f, "", start, minutes, hours, rate)
@@ -62,9 +48,9 @@ func BenchmarkQuery(b *testing.B) {
 	end := start.Add(time.Duration(minutes)*time.Minute - 17*time.Second)
 	// The fixture's datasource caches no answers; this one does (the
 	// "-cached" queries: their range ended over a minute ago).
-	settings := embeddedSettings(b, f.ds.settings.Profiles.Database)
+	settings := plugintest.EmbeddedSettings(b, f.tables.Database)
 	settings["profiles"].(map[string]any)["cache"] = "auto" // built by embeddedSettings
-	cached := &fixture{ds: instance(b, settings, nil)}
+	cached := &fixture{ds: plugintest.Instance(b, settings, nil)}
 	for _, bq := range []struct {
 		name     string
 		from     time.Time
@@ -90,7 +76,7 @@ func BenchmarkQuery(b *testing.B) {
 		{"flame-30d", end.Add(-30 * 24 * time.Hour), 16384, "profile", nil},
 	} {
 		b.Run(bq.name, func(b *testing.B) {
-			q := map[string]any{"queryType": bq.kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`}
+			q := map[string]any{"queryType": bq.kind, "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="checkout"}`}
 			if bq.maxNodes > 0 {
 				q["maxNodes"] = bq.maxNodes
 			}
@@ -106,7 +92,7 @@ func BenchmarkQuery(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if strings.HasSuffix(bq.name, "-cold") {
-					f.ds.symbols = query.NewSymbols(cachedFrameIDs, cachedLabels) // nothing cached: every stack and frame is read
+					f.ds.ResetSymbols() // nothing cached: every stack and frame is read
 				}
 				t0 := time.Now()
 				r := fx.query(b, q, bq.from, end)
@@ -131,7 +117,7 @@ func BenchmarkQuery(b *testing.B) {
 func fillSamples(b *testing.B, f *fixture, tenant string, start time.Time, minutes, hours, rate int) {
 	b.Helper()
 	conn := chtest.Get(b).Open(b)
-	tables := f.ds.settings.schemaConfig()
+	tables := f.tables
 	ctx := context.Background()
 	tq := "'" + tenant + "'"
 	if tenant == "" {
@@ -153,14 +139,14 @@ func fillSamples(b *testing.B, f *fixture, tenant string, start time.Time, minut
 		"arrayElement(se, 1 + (rand() % length(se))) AS SeriesId"
 	require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.Samples)+
 		" (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, SampleAttributes) "+ids+
-		"SELECT toDateTime("+strconv.FormatInt(start.Unix(), 10)+" + intDiv(number, "+strconv.Itoa(8000*rate)+")), "+tq+", 'checkout', '"+cpuType+"', "+pick+
+		"SELECT toDateTime("+strconv.FormatInt(start.Unix(), 10)+" + intDiv(number, "+strconv.Itoa(8000*rate)+")), "+tq+", 'checkout', '"+plugintest.CPUType+"', "+pick+
 		", 10000000 * (1 + rand() % 2), map('thread.name', concat('worker-', toString(number % 16))) FROM numbers("+
 		strconv.Itoa(minutes*60*8000*rate)+")"))
 	if hours > 0 {
 		require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.SamplesHour)+
 			" (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value) "+ids+
 			"SELECT toDateTime("+strconv.FormatInt(start.Add(-time.Duration(hours)*time.Hour).Unix(), 10)+" + 3600 * intDiv(number, "+strconv.Itoa(200000*rate)+")), "+tq+", 'checkout', '"+
-			cpuType+"', "+pick+", 10000000 * 180 FROM numbers("+strconv.Itoa(hours*200000*rate)+")"))
+			plugintest.CPUType+"', "+pick+", 10000000 * 180 FROM numbers("+strconv.Itoa(hours*200000*rate)+")"))
 		// The service rollup of those hours, as its view would have built it.
 		require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.ServiceHour)+
 			" (Timestamp, TenantId, ServiceName, ProfileType, StackId, Value) SELECT Timestamp, TenantId, ServiceName, ProfileType, StackId, sum(Value) FROM "+
@@ -175,15 +161,15 @@ func fillSamples(b *testing.B, f *fixture, tenant string, start time.Time, minut
 // load drifts over both alike. Reported: p50 ms at each rate and their
 // ratio (target: at most 1.2).
 func BenchmarkQueryRateScaling(b *testing.B) {
-	minutes := benchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
-	hours := benchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
+	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
+	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
 	f := newFixture(b, nil)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	fillSamples(b, f, "", start, minutes, hours, 1)
 	fillSamples(b, f, "double", start, minutes, hours, 2)
-	settings := embeddedSettings(b, f.ds.settings.Profiles.Database)
+	settings := plugintest.EmbeddedSettings(b, f.tables.Database)
 	settings["profiles"].(map[string]any)["tenant"] = "double" // built by embeddedSettings
-	double := &fixture{ds: instance(b, settings, nil), ingest: f.ingest}
+	double := &fixture{ds: plugintest.Instance(b, settings, nil), ingest: f.ingest, tables: f.tables}
 	end := start.Add(time.Duration(minutes)*time.Minute - 17*time.Second)
 	for _, bq := range []struct {
 		name string
@@ -196,7 +182,7 @@ func BenchmarkQueryRateScaling(b *testing.B) {
 		{"table-24h", end.Add(-24 * time.Hour), "table"},
 	} {
 		b.Run(bq.name, func(b *testing.B) {
-			q := map[string]any{"queryType": bq.kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
+			q := map[string]any{"queryType": bq.kind, "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
 			for _, fx := range []*fixture{f, double} { // warm both symbol caches
 				require.NoError(b, fx.query(b, q, bq.from, end).Error)
 			}
@@ -216,8 +202,8 @@ func BenchmarkQueryRateScaling(b *testing.B) {
 // tenant), alternately. Reported: p50 ms of each and their ratio (target:
 // at most 1.1).
 func BenchmarkRowPolicy(b *testing.B) {
-	minutes := benchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
-	hours := benchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
+	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
+	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
 	srv := chtest.Get(b)
 	conn, tables := migratedTenancy(b)
 	f := newFixtureOn(b, conn, tables, nil)
@@ -225,9 +211,9 @@ func BenchmarkRowPolicy(b *testing.B) {
 	fillSamples(b, f, "", start, minutes, hours, 1)
 	fillSamples(b, f, "other", start, minutes, hours, 1)
 	srv.AddUser(b, chembed.User{Name: "bench_tenant", Password: "bench-password", Role: chembed.RoleTenant, Tenant: ""})
-	settings := embeddedSettings(b, tables.Database)
+	settings := plugintest.EmbeddedSettings(b, tables.Database)
 	settings["username"] = "bench_tenant"
-	tenant := &fixture{ds: instance(b, settings, map[string]string{"password": "bench-password"})}
+	tenant := &fixture{ds: plugintest.Instance(b, settings, map[string]string{"password": "bench-password"})}
 	end := start.Add(time.Duration(minutes)*time.Minute - 17*time.Second)
 	for _, bq := range []struct {
 		name string
@@ -239,7 +225,7 @@ func BenchmarkRowPolicy(b *testing.B) {
 		{"flame-24h", end.Add(-24 * time.Hour), "profile"},
 	} {
 		b.Run(bq.name, func(b *testing.B) {
-			q := map[string]any{"queryType": bq.kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
+			q := map[string]any{"queryType": bq.kind, "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
 			want := f.query(b, q, bq.from, end)
 			require.NoError(b, want.Error)
 			got := tenant.query(b, q, bq.from, end)

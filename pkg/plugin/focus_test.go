@@ -1,4 +1,4 @@
-package plugin
+package plugin_test
 
 import (
 	"strings"
@@ -6,15 +6,17 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 )
 
 // pathRows indexes flame graph rows by their label path from the root's
 // children ("a;b;c"), "other" rows by their parent's path plus ";other".
-func pathRows(rows []flameRow) map[string]flameRow {
-	out := map[string]flameRow{}
+func pathRows(rows []plugintest.FlameRow) map[string]plugintest.FlameRow {
+	out := map[string]plugintest.FlameRow{}
 	var path []string
 	for _, r := range rows[1:] {
-		path = append(path[:r.level-1], r.label)
+		path = append(path[:r.Level-1], r.Label)
 		out[strings.Join(path, ";")] = r
 	}
 	return out
@@ -24,7 +26,7 @@ func pathRows(rows []flameRow) map[string]flameRow {
 // "other" child in the truncated rows (plain), whose subtree in the
 // untruncated rows (full) is the smallest of at least two nodes, and that
 // size.
-func smallestFoldedParent(full, plain map[string]flameRow) (parent string, smallest int) {
+func smallestFoldedParent(full, plain map[string]plugintest.FlameRow) (parent string, smallest int) {
 	size := func(p string) int {
 		n := 0
 		for path := range full {
@@ -35,7 +37,7 @@ func smallestFoldedParent(full, plain map[string]flameRow) (parent string, small
 		return n
 	}
 	for path, r := range plain {
-		if r.label != "other" || !strings.Contains(path, ";") {
+		if r.Label != "other" || !strings.Contains(path, ";") {
 			continue
 		}
 		p := strings.TrimSuffix(path, ";other")
@@ -54,12 +56,12 @@ func smallestFoldedParent(full, plain map[string]flameRow) (parent string, small
 func TestFocusPathOpensOther(t *testing.T) {
 	f := newFixture(t, nil)
 	at := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
-	req, _ := report(t, at)
+	req, _ := plugintest.Report(t, at)
 	f.send(t, req)
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
-	query := func(q map[string]any) []flameRow {
-		q["profileTypeId"] = cpuType
-		return flameRows(t, requireOK(t, f.query(t, q, from, to))[0])
+	query := func(q map[string]any) []plugintest.FlameRow {
+		q["profileTypeId"] = plugintest.CPUType
+		return plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
 	}
 	full := pathRows(query(map[string]any{"maxNodes": 1 << 20}))
 	const budget = 60
@@ -77,20 +79,20 @@ func TestFocusPathOpensOther(t *testing.T) {
 	below := func(path string) bool { return strings.HasPrefix(path, parent+";") }
 	var subtree, shownBefore, shownNow int
 	for path, r := range focused {
-		if r.label != "other" {
-			require.Equal(t, full[path].value, r.value, "%s: the node's total", path)
-			require.Equal(t, full[path].self, r.self, "%s: the node's self", path)
+		if r.Label != "other" {
+			require.Equal(t, full[path].Value, r.Value, "%s: the node's total", path)
+			require.Equal(t, full[path].Self, r.Self, "%s: the node's self", path)
 		}
 		if below(path) {
 			subtree++
-			if !strings.Contains(strings.TrimPrefix(path, parent+";"), ";") && r.label != "other" {
+			if !strings.Contains(strings.TrimPrefix(path, parent+";"), ";") && r.Label != "other" {
 				shownNow++
 			}
 		}
 	}
 	for path, r := range plain {
 		if below(path) {
-			if !strings.Contains(strings.TrimPrefix(path, parent+";"), ";") && r.label != "other" {
+			if !strings.Contains(strings.TrimPrefix(path, parent+";"), ";") && r.Label != "other" {
 				shownBefore++
 			}
 			continue
@@ -108,13 +110,13 @@ func TestFocusPathOpensOther(t *testing.T) {
 		}
 	}
 
-	resp := f.query(t, map[string]any{"profileTypeId": cpuType, "maxNodes": budget, "focusPath": []string{"no such function"}}, from, to)
-	frames := requireOK(t, resp)
-	require.Equal(t, plainRows, flameRows(t, frames[0]), "a path the answer does not have changes nothing")
+	resp := f.query(t, map[string]any{"profileTypeId": plugintest.CPUType, "maxNodes": budget, "focusPath": []string{"no such function"}}, from, to)
+	frames := plugintest.RequireOK(t, resp)
+	require.Equal(t, plainRows, plugintest.FlameRows(t, frames[0]), "a path the answer does not have changes nothing")
 	require.Len(t, frames[0].Meta.Notices, 1)
 	require.Contains(t, frames[0].Meta.Notices[0].Text, "No stack goes through the focus path no such function")
 
-	bad := f.query(t, map[string]any{"queryType": "table", "profileTypeId": cpuType, "focusPath": []string{"main"}}, from, to)
+	bad := f.query(t, map[string]any{"queryType": "table", "profileTypeId": plugintest.CPUType, "focusPath": []string{"main"}}, from, to)
 	require.Error(t, bad.Error)
 	require.Contains(t, bad.Error.Error(), "focusPath opens a node of a flame graph")
 }

@@ -1,4 +1,4 @@
-package plugin
+package plugin_test
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"math"
 	"path"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
@@ -44,7 +44,7 @@ func TestOTelExporterSchemaMatchesFlamehouse(t *testing.T) {
 		Exporters: map[string]any{"clickhouse": otelcoltest.ClickHouseExporter(srv, otelDB)},
 		Pipelines: map[string]otelcoltest.Pipeline{"profiles": {Exporters: []string{"clickhouse"}}},
 	})
-	exporter := &fixture{ds: instance(t, otelSettings(t, otelDB, query.DefaultOTelTable), nil)}
+	exporter := &fixture{ds: plugintest.Instance(t, plugintest.OTelSettings(t, otelDB, query.DefaultOTelTable), nil)}
 
 	start := time.Now().UTC().Truncate(time.Minute).Add(-5 * time.Minute)
 	reqs := compatWorkload(start)
@@ -81,15 +81,6 @@ func TestOTelExporterSchemaMatchesFlamehouse(t *testing.T) {
 			requireSameFlameGraph(t, ours, exporter, tc.q, from, to, true)
 		})
 	}
-}
-
-// otelSettings points a datasource at the exporter's table in database.
-func otelSettings(t testing.TB, database, table string) map[string]any {
-	t.Helper()
-	settings := embeddedSettings(t, database)
-	p := settings["profiles"].(map[string]any) // built by embeddedSettings
-	p["schema"], p["otelTable"] = "otel", table
-	return settings
 }
 
 // compatWorkload is two 5 s reports of three pods (4,000 events, 10% of
@@ -153,7 +144,7 @@ func expectFromRequests(reqs []*collectorpb.ExportProfilesServiceRequest, keep f
 							ref.trace, ref.span = hex.EncodeToString(link.GetTraceId()), hex.EncodeToString(link.GetSpanId())
 						}
 						if keep(ref) {
-							want.add(int64(len(s.GetTimestampsUnixNano()))*p.GetPeriod(), oracleMarks(stackLabels(dict, s.GetStackIndex())))
+							want.add(int64(len(s.GetTimestampsUnixNano()))*p.GetPeriod(), plugintest.OracleMarks(stackLabels(dict, s.GetStackIndex())))
 						}
 					}
 				}
@@ -168,22 +159,12 @@ func expectFromRequests(reqs []*collectorpb.ExportProfilesServiceRequest, keep f
 func (w compatWant) unmarked() compatWant {
 	out := compatWant{sum: w.sum, self: map[string]int64{}, total: map[string]int64{}}
 	for l, v := range w.self {
-		out.self[withoutMark(l)] += v
+		out.self[plugintest.WithoutMark(l)] += v
 	}
 	for l, v := range w.total {
-		out.total[withoutMark(l)] += v
+		out.total[plugintest.WithoutMark(l)] += v
 	}
 	return out
-}
-
-// withoutMark is a label without a frame kind's mark.
-func withoutMark(label string) string {
-	for _, m := range []string{" [kernel]", " [native]"} {
-		if l, ok := strings.CutSuffix(label, m); ok {
-			return l
-		}
-	}
-	return label
 }
 
 // add counts one sample of value v with the given frame labels, leaf first.
@@ -299,7 +280,7 @@ func requireExporterRows(t *testing.T, database string, reqs []*collectorpb.Expo
 
 // withQuery returns the filters of base as a CPU query of queryType.
 func withQuery(base map[string]any, queryType string) map[string]any {
-	q := map[string]any{"profileTypeId": cpuType, "queryType": queryType}
+	q := map[string]any{"profileTypeId": plugintest.CPUType, "queryType": queryType}
 	for k, v := range base {
 		q[k] = v
 	}
@@ -310,16 +291,16 @@ func withQuery(base map[string]any, queryType string) map[string]any {
 // table and CPU time series against the oracle.
 func requireCompatAnswers(t *testing.T, f *fixture, base map[string]any, from, to time.Time, want compatWant) {
 	t.Helper()
-	rows := flameRows(t, requireOK(t, f.query(t, withQuery(base, query.TypeProfile), from, to))[0])
-	require.Equal(t, want.sum, rows[0].value, "flame graph root: the workload's CPU time")
+	rows := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, withQuery(base, query.TypeProfile), from, to))[0])
+	require.Equal(t, want.sum, rows[0].Value, "flame graph root: the workload's CPU time")
 
 	tq := withQuery(base, query.TypeTable)
 	tq["limit"] = 10000
-	table := requireOK(t, f.query(t, tq, from, to))[0]
+	table := plugintest.RequireOK(t, f.query(t, tq, from, to))[0]
 	require.Less(t, table.Rows(), 10000, "the table lists every function")
 	requireTable(t, table, want.self, want.total)
 
-	series := requireOK(t, f.query(t, withQuery(base, query.TypeMetrics), from, to))
+	series := plugintest.RequireOK(t, f.query(t, withQuery(base, query.TypeMetrics), from, to))
 	require.InDelta(t, float64(want.sum), seriesNanos(t, series), 1000, "metrics: CPU time over the range, within a microsecond")
 }
 
@@ -347,11 +328,11 @@ func requireSameFlameGraph(t *testing.T, a, b *fixture, base map[string]any, fro
 	t.Helper()
 	q := withQuery(base, query.TypeProfile)
 	ra, rb := a.query(t, q, from, to), b.query(t, q, from, to)
-	rowsA := flameRows(t, requireOK(t, ra)[0])
+	rowsA := plugintest.FlameRows(t, plugintest.RequireOK(t, ra)[0])
 	if unmarkA { // a's schema marks frame kinds, b's keeps no frame types
 		for i := range rowsA {
-			rowsA[i].label = withoutMark(rowsA[i].label)
+			rowsA[i].Label = plugintest.WithoutMark(rowsA[i].Label)
 		}
 	}
-	require.Equal(t, rowsA, flameRows(t, requireOK(t, rb)[0]), "the same flame graph from both schemas")
+	require.Equal(t, rowsA, plugintest.FlameRows(t, plugintest.RequireOK(t, rb)[0]), "the same flame graph from both schemas")
 }

@@ -1,4 +1,4 @@
-package plugin
+package plugin_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
+	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
@@ -46,11 +48,11 @@ const (
 // rule of the adapter: eBPF counts as CPU time, a pprof-style service that
 // sends CPU time itself, values without timestamps and timestamps without
 // values, unsymbolized frames, resource and sample attributes, span links.
-func exporterFixture(t *testing.T) (*Datasource, []exporterRow, time.Time) {
+func exporterFixture(t *testing.T) (*plugin.Datasource, []exporterRow, time.Time) {
 	t.Helper()
 	srv := chtest.Get(t)
 	db := srv.NewDatabase(t)
-	createExporterTable(t, db, "profiles_x")
+	plugintest.CreateExporterTable(t, db, "profiles_x")
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	pod := func(p string) map[string]string {
 		return map[string]string{"k8s.pod.name": p, "k8s.namespace.name": "shop", "thread.name": "resource-thread"}
@@ -102,9 +104,9 @@ func exporterFixture(t *testing.T) (*Datasource, []exporterRow, time.Time) {
 		},
 	}
 	insertExporterRows(t, db, "profiles_x", rows)
-	settings := embeddedSettings(t, db)
+	settings := plugintest.EmbeddedSettings(t, db)
 	settings["profiles"] = map[string]any{"database": db, "schema": "otel", "otelTable": "profiles_x", "spanWindowPadding": "30"}
-	return instance(t, settings, map[string]string{"password": srv.Options.Auth.Password}), rows, at
+	return plugintest.Instance(t, settings, map[string]string{"password": srv.Options.Auth.Password}), rows, at
 }
 
 func insertExporterRows(t *testing.T, db, table string, rows []exporterRow) {
@@ -175,21 +177,21 @@ func TestOTelSchemaFlameGraphTableAndTypes(t *testing.T) {
 	} {
 		t.Run(tc.typeID, func(t *testing.T) {
 			wantSelf, wantTotal, sum := expectedFromRows(rows, tc.value, all)
-			flame := flameRowsIn(t, requireOK(t, f.query(t, map[string]any{"profileTypeId": tc.typeID}, from, to))[0], tc.unit)
-			require.Equal(t, sum, flame[0].value, "root total")
-			table := requireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": tc.typeID}, from, to))[0]
+			flame := plugintest.FlameRowsIn(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": tc.typeID}, from, to))[0], tc.unit)
+			require.Equal(t, sum, flame[0].Value, "root total")
+			table := plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": tc.typeID}, from, to))[0]
 			requireTable(t, table, wantSelf, wantTotal)
 		})
 	}
 
 	// Frames are read root first: main is the root's only child and leaf
 	// sits under mid.
-	flame := flameRows(t, requireOK(t, f.query(t, map[string]any{"profileTypeId": "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}, from, to))[0])
-	require.Equal(t, "main", flame[1].label)
-	require.Equal(t, int64(1), flame[1].level)
+	flame := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}, from, to))[0])
+	require.Equal(t, "main", flame[1].Label)
+	require.Equal(t, int64(1), flame[1].Level)
 	levels := map[string]int64{}
 	for _, r := range flame {
-		levels[r.label] = r.level
+		levels[r.Label] = r.Level
 	}
 	require.Equal(t, map[string]int64{"total": 0, "main": 1, "mid": 2, "leaf": 3, "0x1f0": 3, "[libc.so.6]": 4, "[libssl.so.3]": 4, "runtime.gc": 2}, levels)
 }
@@ -202,7 +204,7 @@ func TestOTelSchemaSelectorsSpansAndSeries(t *testing.T) {
 	root := func(q map[string]any) int64 {
 		t.Helper()
 		q["profileTypeId"] = cpu
-		return rootValue(t, requireOK(t, f.query(t, q, from, to))[0])
+		return rootValue(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
 	}
 	sum := func(keep func(exporterRow) bool) int64 {
 		_, _, s := expectedFromRows(rows, cpuNanos, keep)
@@ -227,7 +229,7 @@ func TestOTelSchemaSelectorsSpansAndSeries(t *testing.T) {
 	require.Equal(t, sum(func(r exporterRow) bool { return r.traceID != "" }), root(map[string]any{"traceId": "0af7651916cd43dd8448eb211c80319c"}))
 
 	// Series per pod add up to each pod's CPU time.
-	frames := requireOK(t, f.query(t, map[string]any{"queryType": "metrics", "profileTypeId": cpu, "groupBy": []string{"k8s_pod_name"}}, from, to))
+	frames := plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "metrics", "profileTypeId": cpu, "groupBy": []string{"k8s_pod_name"}}, from, to))
 	got := map[string]int64{}
 	for _, fr := range frames {
 		value := fr.Fields[1]

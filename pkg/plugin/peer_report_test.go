@@ -1,4 +1,4 @@
-package plugin
+package plugin_test
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package plugin
+package plugin_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
-	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
@@ -58,7 +58,7 @@ func BenchmarkSymbolResolution(b *testing.B) {
 	}
 	fillSamples(b, f, "", start, 2, 0, 1)
 	conn := chtest.Get(b).Open(b)
-	tables := f.ds.settings.schemaConfig()
+	tables := f.tables
 	ctx := context.Background()
 
 	// Frame h (a hash of FrameId) is unsymbolized when h % 100 < 30; its
@@ -116,14 +116,14 @@ func BenchmarkSymbolResolution(b *testing.B) {
 		"(SELECT uniqExact(FrameId) FROM "+frames+" WHERE TenantId = 'native')").Scan(&stacks, &unsymbolized, &allFrames))
 
 	tenant := func(name string) *fixture {
-		settings := embeddedSettings(b, f.ds.settings.Profiles.Database)
+		settings := plugintest.EmbeddedSettings(b, f.tables.Database)
 		settings["profiles"].(map[string]any)["tenant"] = name // built by embeddedSettings
-		return &fixture{ds: instance(b, settings, nil), ingest: f.ingest}
+		return &fixture{ds: plugintest.Instance(b, settings, nil), ingest: f.ingest, tables: f.tables}
 	}
 	named, resolved := tenant("named"), tenant("native")
 	end := start.Add(2*time.Minute - 17*time.Second)
 	from := end.Add(-time.Hour)
-	q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
+	q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
 
 	// Both answer the same flame graph, totals and names.
 	a, c := named.query(b, q, from, end), resolved.query(b, q, from, end)
@@ -159,7 +159,7 @@ func BenchmarkSymbolResolution(b *testing.B) {
 	b.Run("flame-1h-tables-cold", func(b *testing.B) {
 		var took []time.Duration
 		for b.Loop() {
-			resolved.ds.resolver = query.NewResolver(query.DefaultResolverBytes)
+			resolved.ds.ResetResolver()
 			t0 := time.Now()
 			r := resolved.query(b, q, from, end)
 			took = append(took, time.Since(t0))

@@ -1,4 +1,4 @@
-package plugin
+package plugin_test
 
 import (
 	"context"
@@ -22,6 +22,8 @@ import (
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/nativebin"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
+	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
 )
@@ -137,20 +139,20 @@ func storeSymbolsFrom(t testing.TB, tables schema.Config, source string, files .
 // chains reads a flame graph's nodes under each root child (a probe's
 // marker): the labels below it, root side first, and the marker's value.
 // Every probe is one stack, so what hangs under a marker is one chain.
-func chains(t testing.TB, rows []flameRow) (paths map[string][]string, values map[string]int64) {
+func chains(t testing.TB, rows []plugintest.FlameRow) (paths map[string][]string, values map[string]int64) {
 	t.Helper()
 	paths, values = map[string][]string{}, map[string]int64{}
 	var marker string
 	for _, r := range rows {
-		switch r.level {
+		switch r.Level {
 		case 0:
 		case 1:
-			marker = r.label
-			values[marker] = r.value
+			marker = r.Label
+			values[marker] = r.Value
 			paths[marker] = []string{}
 		default:
-			require.Len(t, paths[marker], int(r.level)-2, "marker %s: one chain", marker)
-			paths[marker] = append(paths[marker], r.label)
+			require.Len(t, paths[marker], int(r.Level)-2, "marker %s: one chain", marker)
+			paths[marker] = append(paths[marker], r.Label)
 		}
 	}
 	return paths, values
@@ -239,7 +241,7 @@ func TestNativeFramesAreNamedLikeLLVMSymbolizer(t *testing.T) {
 	symtabOnly := nativebin.NoDebug(t, nativebin.Build(t, nativebin.Spec{Sources: nativebin.ProgramC, Kind: nativebin.PIE, Name: "prog-symtab", Flags: []string{"-g", "-O2", "-DSYMTAB=1"}}))
 
 	f := newFixture(t, nil)
-	tables := f.ds.settings.schemaConfig()
+	tables := f.tables
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
 
@@ -294,11 +296,11 @@ func TestNativeFramesAreNamedLikeLLVMSymbolizer(t *testing.T) {
 	f.send(t, probeRequest(t, at, "native-probe", probes))
 
 	for _, lines := range []bool{false, true} {
-		q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="native-probe"}`, "maxNodes": 100000}
+		q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="native-probe"}`, "maxNodes": 100000}
 		if lines {
 			q["granularity"] = "line"
 		}
-		paths, values := chains(t, flameRows(t, requireOK(t, f.query(t, q, from, to))[0]))
+		paths, values := chains(t, plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0]))
 		require.Len(t, paths, len(checks))
 		mismatches := 0
 		for _, c := range checks {
@@ -313,8 +315,8 @@ func TestNativeFramesAreNamedLikeLLVMSymbolizer(t *testing.T) {
 	}
 
 	// The top table names the innermost level (self) and every level (total).
-	q := map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="native-probe"}`, "limit": 10000}
-	self, total := tableValues(t, requireOK(t, f.query(t, q, from, to))[0])
+	q := map[string]any{"queryType": "table", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="native-probe"}`, "limit": 10000}
+	self, total := tableValues(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
 	wantSelf, wantTotal := map[string]int64{}, map[string]int64{}
 	for _, c := range checks {
 		levels := oracleLabels(c.want, c.file, false)
@@ -352,7 +354,7 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 	prog := nativebin.Build(t, nativebin.Spec{Sources: nativebin.ProgramC, Kind: nativebin.PIE})
 	lib := nativebin.Build(t, nativebin.Spec{Sources: nativebin.LibraryC, Kind: nativebin.Shared, Name: "libprobe.so"})
 	f := newFixture(t, nil)
-	tables := f.ds.settings.schemaConfig()
+	tables := f.tables
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	if at.Minute() < 2 {
 		// Not an hour's first two minutes: the range would then hold a
@@ -370,15 +372,15 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 		{marker: "lib", file: shared, va: entry.Addr + 1, samples: 4},
 	}
 	f.send(t, probeRequest(t, at, "deferred", probes))
-	q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="deferred"}`}
+	q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="deferred"}`}
 
-	before := flameRows(t, requireOK(t, f.query(t, q, from, to))[0])
+	before := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
 	paths, values := chains(t, before)
 	require.Equal(t, map[string][]string{"outer": {"[prog]"}, "leaf": {"[prog]"}, "lib": {"[libprobe.so]"}}, paths, "no symbols yet: today's labels")
 
 	// The executable's symbols arrive; the library's never do.
 	storeSymbols(t, tables, prog.Path)
-	after := flameRows(t, requireOK(t, f.query(t, q, from, to))[0])
+	after := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
 	require.Equal(t, before[0], after[0], "the same total")
 	paths2, values2 := chains(t, after)
 	require.Equal(t, values, values2, "the same value per stack")
@@ -392,8 +394,8 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 	require.Equal(t, []string{nativebin.FuncLeafMul}, paths2["leaf"])
 
 	// The executables view says where names come from.
-	exes := executablesRows(t, requireOK(t, queryAs(t, f.ds, map[string]any{
-		"queryType": "executables", "profileTypeId": cpuType, "labelSelector": `{service_name="deferred"}`,
+	exes := executablesRows(t, plugintest.RequireOK(t, queryAs(t, f.ds, map[string]any{
+		"queryType": "executables", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="deferred"}`,
 	}, from, to))[0], true)
 	byName := map[string]executableRow{}
 	for _, r := range exes {
@@ -408,19 +410,19 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 	// Its data link opens the flame graph of the stacks through one
 	// executable: the library's stack alone.
 	filtered := map[string]any{
-		"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="deferred"}`,
+		"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="deferred"}`,
 		"buildId": lib.BuildID, "mappingFile": "/opt/app/libprobe.so",
 	}
-	paths3, _ := chains(t, flameRows(t, requireOK(t, f.query(t, filtered, from, to))[0]))
+	paths3, _ := chains(t, plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, filtered, from, to))[0]))
 	require.Equal(t, map[string][]string{"lib": {"[libprobe.so]"}}, paths3)
 
 	// Once the library's symbols are fetched from debuginfod, its frames
 	// are named too and the view says where from.
 	storeSymbolsFrom(t, tables, symbols.SourceDebuginfod, lib.Path)
-	paths4, _ := chains(t, flameRows(t, requireOK(t, f.query(t, filtered, from, to))[0]))
+	paths4, _ := chains(t, plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, filtered, from, to))[0]))
 	require.Equal(t, []string{nativebin.FuncLibEntry}, paths4["lib"])
-	exes = executablesRows(t, requireOK(t, queryAs(t, f.ds, map[string]any{
-		"queryType": "executables", "profileTypeId": cpuType, "labelSelector": `{service_name="deferred"}`,
+	exes = executablesRows(t, plugintest.RequireOK(t, queryAs(t, f.ds, map[string]any{
+		"queryType": "executables", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="deferred"}`,
 	}, from, to))[0], true)
 	sources := map[string]string{}
 	for _, r := range exes {
@@ -489,7 +491,7 @@ func executablesRows(t testing.TB, f *data.Frame, byBuildID bool) []executableRo
 
 // queryAs runs a query as Grafana sends it from a panel of the datasource
 // with uid navUID (which its data links name).
-func queryAs(t testing.TB, ds *Datasource, q map[string]any, from, to time.Time) backend.DataResponse {
+func queryAs(t testing.TB, ds *plugin.Datasource, q map[string]any, from, to time.Time) backend.DataResponse {
 	t.Helper()
 	raw, err := json.Marshal(q)
 	require.NoError(t, err)
@@ -504,8 +506,8 @@ func queryAs(t testing.TB, ds *Datasource, q map[string]any, from, to time.Time)
 func TestExporterSchemaFramesAreNamedFromTheSymbolStore(t *testing.T) {
 	nativebin.Require(t, "gcc", "llvm-symbolizer")
 	prog := nativebin.Build(t, nativebin.Spec{Sources: nativebin.ProgramC, Kind: nativebin.PIE})
-	_, tables := migrated(t)
-	createExporterTable(t, tables.Database, "profiles_x")
+	_, tables := plugintest.Migrated(t)
+	plugintest.CreateExporterTable(t, tables.Database, "profiles_x")
 	storeSymbols(t, tables, prog.Path)
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
@@ -529,16 +531,16 @@ func TestExporterSchemaFramesAreNamedFromTheSymbolStore(t *testing.T) {
 		addresses: []uint64{0x1234, 0}, stamps: 2,
 	})
 	insertExporterRows(t, tables.Database, "profiles_x", rows)
-	settings := embeddedSettings(t, tables.Database)
+	settings := plugintest.EmbeddedSettings(t, tables.Database)
 	settings["profiles"] = map[string]any{"database": tables.Database, "schema": "otel", "otelTable": "profiles_x", "cache": "off"}
-	ds := instance(t, settings, map[string]string{"password": chtest.Get(t).Options.Auth.Password})
+	ds := plugintest.Instance(t, settings, map[string]string{"password": chtest.Get(t).Options.Auth.Password})
 
 	for _, lines := range []bool{false, true} {
-		q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "maxNodes": 100000}
+		q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "maxNodes": 100000}
 		if lines {
 			q["granularity"] = "line"
 		}
-		paths, values := chains(t, flameRows(t, requireOK(t, queryAs(t, ds, q, from, to))[0]))
+		paths, values := chains(t, plugintest.FlameRows(t, plugintest.RequireOK(t, queryAs(t, ds, q, from, to))[0]))
 		require.Len(t, paths, len(addrs)+1)
 		for i, a := range addrs {
 			m := fmt.Sprintf("probe@0x%x", a)
@@ -549,7 +551,7 @@ func TestExporterSchemaFramesAreNamedFromTheSymbolStore(t *testing.T) {
 		require.Equal(t, int64(2*cpuPeriod), values["probe-lib"])
 	}
 
-	exes := executablesRows(t, requireOK(t, queryAs(t, ds, map[string]any{"queryType": "executables", "profileTypeId": cpuType}, from, to))[0], false)
+	exes := executablesRows(t, plugintest.RequireOK(t, queryAs(t, ds, map[string]any{"queryType": "executables", "profileTypeId": plugintest.CPUType}, from, to))[0], false)
 	byFile := map[string]executableRow{}
 	for _, r := range exes {
 		byFile[r.mappingFile] = r
@@ -576,11 +578,11 @@ func TestGoFramesAreNamedLikeGoToolAddr2line(t *testing.T) {
 		probes[i] = probe{marker: fmt.Sprintf("go@0x%x", a), file: exe, va: a, samples: 1}
 	}
 	f.send(t, probeRequest(t, at, "go-probe", probes))
-	storeSymbols(t, f.ds.settings.schemaConfig(), prog.Path)
+	storeSymbols(t, f.tables, prog.Path)
 
 	want := nativebin.GoAddr2line(t, prog.Path, addrs)
-	q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="go-probe"}`, "granularity": "line", "maxNodes": 100000}
-	paths, _ := chains(t, flameRows(t, requireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Hour)))[0]))
+	q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="go-probe"}`, "granularity": "line", "maxNodes": 100000}
+	paths, _ := chains(t, plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Hour)))[0]))
 	for i, a := range addrs {
 		got := paths[fmt.Sprintf("go@0x%x", a)]
 		require.NotEmpty(t, got)
