@@ -51,7 +51,7 @@ var layers = [][]string{
 	{"cmd/flamehouse", "pkg", "internal/tsgen"},
 	// Integration tests of their own, which run the programs and their
 	// peers from outside.
-	{"internal/integration/ebpfagent", "internal/integration/pyroscopeapi"},
+	{"internal/integration/ebpfagent", "internal/integration/pyroscopeapi", "internal/integration/plugin"},
 }
 
 // harnesses are the packages that start real components for tests (the

@@ -66,6 +66,13 @@ func Migrated(t testing.TB) (clickhouse.Conn, schema.Config) {
 	return MigratedInto(t, chtest.Get(t).NewDatabase(t))
 }
 
+// MigratedTenancy is Migrated on one of the engine's databases with
+// tenant row policies (chtest.NewTenancyDatabase).
+func MigratedTenancy(t testing.TB) (clickhouse.Conn, schema.Config) {
+	t.Helper()
+	return MigratedInto(t, chtest.Get(t).NewTenancyDatabase(t))
+}
+
 // MigratedInto applies the Flamehouse schema (no retention) to a database.
 func MigratedInto(t testing.TB, database string) (clickhouse.Conn, schema.Config) {
 	t.Helper()
@@ -100,4 +107,17 @@ func Query(t testing.TB, ds *plugin.Datasource, q map[string]any, from, to time.
 	}}})
 	require.NoError(t, err)
 	return resp.Responses["A"]
+}
+
+// OnDatabase is a datasource on a database of the tests' server: its
+// settings are EmbeddedSettings' with the keys of profiles set over its
+// profiles settings.
+func OnDatabase(t testing.TB, database string, profiles map[string]any) *plugin.Datasource {
+	t.Helper()
+	settings := EmbeddedSettings(t, database)
+	p := settings["profiles"].(map[string]any) // built by EmbeddedSettings
+	for k, v := range profiles {
+		p[k] = v
+	}
+	return Instance(t, settings, nil)
 }

@@ -64,3 +64,15 @@ func FlameRoot(t *testing.T, ds *plugin.Datasource, q map[string]any, from, to t
 	}
 	return FlameRows(t, frames[0])[0].Value
 }
+
+// RequireSameFrames compares two flame graph frames node by node.
+func RequireSameFrames(t testing.TB, want, got *data.Frame) {
+	t.Helper()
+	require.Equal(t, FlameRows(t, want), FlameRows(t, got))
+}
+
+// FlameRootValue is a flame graph response's root value.
+func FlameRootValue(r backend.DataResponse) int64 {
+	v, _ := r.Frames[0].Fields[1].ConcreteAt(0)
+	return v.(int64) // the value field is int64
+}

@@ -123,3 +123,28 @@ func WithoutMark(label string) string {
 	}
 	return label
 }
+
+// RequestStats is what one export request holds: its samples, their
+// events (timestamps) and CPU time (events × period).
+type RequestStats struct {
+	Samples, Events, CPUNanos int64
+}
+
+// CountRequest counts a request's samples and events and its CPU time
+// (events × period), from the request alone.
+func CountRequest(req *collectorpb.ExportProfilesServiceRequest) RequestStats {
+	var st RequestStats
+	for _, rp := range req.GetResourceProfiles() {
+		for _, sp := range rp.GetScopeProfiles() {
+			for _, p := range sp.GetProfiles() {
+				for _, s := range p.GetSamples() {
+					n := int64(len(s.GetTimestampsUnixNano()))
+					st.Samples++
+					st.Events += n
+					st.CPUNanos += n * p.GetPeriod()
+				}
+			}
+		}
+	}
+	return st
+}

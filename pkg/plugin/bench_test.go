@@ -23,8 +23,8 @@ import (
 // 10k samples/s over 100 pods with 50k distinct stacks (log-uniform
 // popularity), CPU time in nanoseconds.
 //
-// The stacks, frames and series come through the real ingest (generator
-// reports); the sample rows are then synthesized in ClickHouse at 8,000
+// The stacks, frames and series come through the ingest's pipeline and
+// writer (generator reports, fixture_test.go); the sample rows are then synthesized in ClickHouse at 8,000
 // rows/s (10k events/s aggregated per second): FLAMEHOUSE_BENCH_MINUTES
 // minutes of raw rows (default 2, so that CI stays quick; 60 for the
 // 1-hour target), which the rollup views aggregate as usual, plus
@@ -112,8 +112,8 @@ func BenchmarkQuery(b *testing.B) {
 	}
 }
 
-// fillSamples registers the workload's stacks through the ingest (tenant
-// "") and synthesizes a tenant's sample rows in ClickHouse.
+// fillSamples registers the workload's stacks through the ingest's
+// pipeline (tenant "") and synthesizes a tenant's sample rows in ClickHouse.
 func fillSamples(b *testing.B, f *fixture, tenant string, start time.Time, minutes, hours, rate int) {
 	b.Helper()
 	conn := chtest.Get(b).Open(b)
@@ -169,7 +169,7 @@ func BenchmarkQueryRateScaling(b *testing.B) {
 	fillSamples(b, f, "double", start, minutes, hours, 2)
 	settings := plugintest.EmbeddedSettings(b, f.tables.Database)
 	settings["profiles"].(map[string]any)["tenant"] = "double" // built by embeddedSettings
-	double := &fixture{ds: plugintest.Instance(b, settings, nil), ingest: f.ingest, tables: f.tables}
+	double := &fixture{ds: plugintest.Instance(b, settings, nil), tables: f.tables, export: f.export}
 	end := start.Add(time.Duration(minutes)*time.Minute - 17*time.Second)
 	for _, bq := range []struct {
 		name string
@@ -205,7 +205,7 @@ func BenchmarkRowPolicy(b *testing.B) {
 	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
 	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
 	srv := chtest.Get(b)
-	conn, tables := migratedTenancy(b)
+	conn, tables := plugintest.MigratedTenancy(b)
 	f := newFixtureOn(b, conn, tables, nil)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	fillSamples(b, f, "", start, minutes, hours, 1)

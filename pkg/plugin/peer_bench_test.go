@@ -395,41 +395,17 @@ func (l *peerLoad) add(out io.Writer, req *collectorpb.ExportProfilesServiceRequ
 		return fmt.Errorf("a request of %d bytes exceeds the Collector's 4 MiB gRPC receive limit: split the reports by pod", len(body))
 	}
 	l.maxBody = max(l.maxBody, len(body))
-	st := countRequest(req)
+	st := plugintest.CountRequest(req)
 	l.requests++
-	l.events += st.events
-	l.samples += st.samples
-	l.cpuNanos += st.cpuNanos
+	l.events += st.Events
+	l.samples += st.Samples
+	l.cpuNanos += st.CPUNanos
 	l.payload += int64(len(body))
 	if err := binary.Write(out, binary.LittleEndian, uint32(len(body))); err != nil {
 		return fmt.Errorf("write the request file: %w", err)
 	}
 	_, err = out.Write(body)
 	return err
-}
-
-// requestStats is what one request holds.
-type requestStats struct {
-	samples, events, cpuNanos int64
-}
-
-// countRequest counts a request's samples and events and its CPU time
-// (events × period), from the request alone.
-func countRequest(req *collectorpb.ExportProfilesServiceRequest) requestStats {
-	var st requestStats
-	for _, rp := range req.GetResourceProfiles() {
-		for _, sp := range rp.GetScopeProfiles() {
-			for _, p := range sp.GetProfiles() {
-				for _, s := range p.GetSamples() {
-					n := int64(len(s.GetTimestampsUnixNano()))
-					st.samples++
-					st.events += n
-					st.cpuNanos += n * p.GetPeriod()
-				}
-			}
-		}
-	}
-	return st
 }
 
 // bodies maps the request file outside the Go heap (so that the senders'
@@ -854,7 +830,7 @@ func (s *peerSide) queryOnce(b *testing.B, q peerQuery, to time.Time) int64 {
 	require.NoError(b, r.Error, "%s %s", s.name, q.name)
 	require.Positive(b, r.Frames[0].Rows(), "%s %s", s.name, q.name)
 	if q.kind == query.TypeProfile {
-		return flameRootValue(r)
+		return plugintest.FlameRootValue(r)
 	}
 	return 0
 }
@@ -877,12 +853,6 @@ func peerQueryJSON(q peerQuery) map[string]any {
 func (s *peerSide) flameRoot(b *testing.B, q peerQuery, to time.Time) int64 {
 	b.Helper()
 	return s.queryOnce(b, q, to)
-}
-
-// flameRootValue is a flame graph response's root value.
-func flameRootValue(r backend.DataResponse) int64 {
-	v, _ := r.Frames[0].Fields[1].ConcreteAt(0)
-	return v.(int64) // the value field is int64
 }
 
 // topFunctions is the side's top functions by self over [from, to): the

@@ -31,7 +31,7 @@ const (
 
 // BenchmarkSymbolResolution measures what resolving unsymbolized frames
 // adds to a warm flame graph query: the stacks of BenchmarkQuery's
-// workload (~40k of its 50k stacks through the real ingest, two minutes
+// workload (~40k of its 50k stacks through the ingest's pipeline, two minutes
 // of sample rows) for two tenants that differ only in their frames. In
 // "native" 30% of the frames are unsymbolized (a mapping placed at a PIE
 // load base, one of 200 build ids, an address) and the symbol store holds
@@ -118,7 +118,7 @@ func BenchmarkSymbolResolution(b *testing.B) {
 	tenant := func(name string) *fixture {
 		settings := plugintest.EmbeddedSettings(b, f.tables.Database)
 		settings["profiles"].(map[string]any)["tenant"] = name // built by embeddedSettings
-		return &fixture{ds: plugintest.Instance(b, settings, nil), ingest: f.ingest, tables: f.tables}
+		return &fixture{ds: plugintest.Instance(b, settings, nil), tables: f.tables, export: f.export}
 	}
 	named, resolved := tenant("named"), tenant("native")
 	end := start.Add(2*time.Minute - 17*time.Second)
@@ -129,7 +129,7 @@ func BenchmarkSymbolResolution(b *testing.B) {
 	a, c := named.query(b, q, from, end), resolved.query(b, q, from, end)
 	require.NoError(b, a.Error)
 	require.NoError(b, c.Error)
-	requireSameFrames(b, a.Frames[0], c.Frames[0])
+	plugintest.RequireSameFrames(b, a.Frames[0], c.Frames[0])
 
 	b.Run("flame-1h", func(b *testing.B) {
 		var base, withResolution []time.Duration

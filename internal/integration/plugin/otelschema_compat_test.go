@@ -1,4 +1,4 @@
-package plugin_test
+package plugin
 
 import (
 	"context"
@@ -265,17 +265,17 @@ func firstLink(t *testing.T, reqs []*collectorpb.ExportProfilesServiceRequest) s
 // sample and every event, so that the otel answers come from its table.
 func requireExporterRows(t *testing.T, database string, reqs []*collectorpb.ExportProfilesServiceRequest) {
 	t.Helper()
-	var want requestStats
+	var want plugintest.RequestStats
 	for _, req := range reqs {
-		st := countRequest(req)
-		want.samples += st.samples
-		want.events += st.events
+		st := plugintest.CountRequest(req)
+		want.Samples += st.Samples
+		want.Events += st.Events
 	}
 	var rows, stored int64
 	conn := chtest.Get(t).Open(t)
 	require.NoError(t, conn.QueryRow(context.Background(), "SELECT toInt64(count()), toInt64(sum(length(TimestampsUnixNano))) FROM "+
 		database+"."+query.DefaultOTelTable).Scan(&rows, &stored))
-	require.Equal(t, []int64{want.samples, want.events}, []int64{rows, stored}, "exporter rows and events")
+	require.Equal(t, []int64{want.Samples, want.Events}, []int64{rows, stored}, "exporter rows and events")
 }
 
 // withQuery returns the filters of base as a CPU query of queryType.

@@ -1,4 +1,4 @@
-package plugin_test
+package plugin
 
 import (
 	"bytes"
@@ -226,8 +226,8 @@ func TestDiffMatchesPprof(t *testing.T) {
 	flatDiff, cumDiff := pprofDiffTop(t, beforePath, afterPath)
 	require.NotEmpty(t, nonZero(flatDiff))
 	require.NotEmpty(t, nonZero(cumDiff))
-	require.Contains(t, flatAfter, "github.com/flamehouse/flamehouse/pkg/plugin.diffHash", "the after profile ran the new function")
-	require.NotContains(t, flatBefore, "github.com/flamehouse/flamehouse/pkg/plugin.diffHash")
+	require.Contains(t, flatAfter, "github.com/flamehouse/flamehouse/internal/integration/plugin.diffHash", "the after profile ran the new function")
+	require.NotContains(t, flatBefore, "github.com/flamehouse/flamehouse/internal/integration/plugin.diffHash")
 
 	from, to := after.Add(-time.Minute), after.Add(4*time.Minute)
 	for _, tc := range []struct {

@@ -1,4 +1,4 @@
-package plugin_test
+package plugin
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/stretchr/testify/require"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -136,15 +135,9 @@ func TestCollectorDistributionMatchesIngest(t *testing.T) {
 			flame := followLink(t, viaCollector.ds, marks.Config.Links[0], *mark, start, start.Add(10*time.Second))
 			want := expectFromRequests(reqs, func(r sampleRef) bool { return r.span == s.span })
 			require.Equal(t, want.sum, rootValue(t, flame[0]), "the span's flame graph holds its samples")
-			requireSameFrames(t, plugintest.RequireOK(t, ours.query(t, withQuery(map[string]any{"spanSelector": []string{s.span}}, query.TypeProfile), from, to))[0], flame[0])
+			plugintest.RequireSameFrames(t, plugintest.RequireOK(t, ours.query(t, withQuery(map[string]any{"spanSelector": []string{s.span}}, query.TypeProfile), from, to))[0], flame[0])
 		}
 	})
-}
-
-// requireSameFrames compares two flame graph frames node by node.
-func requireSameFrames(t testing.TB, want, got *data.Frame) {
-	t.Helper()
-	require.Equal(t, plugintest.FlameRows(t, want), plugintest.FlameRows(t, got))
 }
 
 // linkedSpans returns n distinct trace/span pairs that samples of the

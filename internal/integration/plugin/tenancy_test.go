@@ -1,4 +1,4 @@
-package plugin_test
+package plugin
 
 import (
 	"bytes"
@@ -40,7 +40,7 @@ const tenancyPassword = "tenant-Passw0rd"
 // tenant a, whatever it asks for.
 func TestTenantUserDatasource(t *testing.T) {
 	srv := chtest.Get(t)
-	_, tables := migratedTenancy(t)
+	_, tables := plugintest.MigratedTenancy(t)
 	for _, u := range []chembed.User{
 		{Name: "tenant_a", Role: chembed.RoleTenant, Tenant: "a"},
 		{Name: "writer", Role: chembed.RoleWriter},
@@ -102,7 +102,7 @@ func TestTenantUserDatasource(t *testing.T) {
 		require.Equal(t, want, answer(t, asA, q, from, to), "%v: tenant a's user answers as the admin does for tenant a", q)
 		require.NotEqual(t, want, answer(t, adminB, q, from, to), "%v: tenant b's answer differs", q)
 	}
-	require.Equal(t, sumA, flameRootValue(tenantQuery(t, asA, map[string]any{"profileTypeId": plugintest.CPUType}, from, to)))
+	require.Equal(t, sumA, plugintest.FlameRootValue(tenantQuery(t, asA, map[string]any{"profileTypeId": plugintest.CPUType}, from, to)))
 	// A selector naming b's service finds nothing for a's user, and b's data for the admin.
 	onlyB := map[string]any{"profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="only-in-b"}`}
 	require.Zero(t, flameRootOrZero(tenantQuery(t, asA, onlyB, from, to)))
@@ -129,13 +129,6 @@ func TestTenantUserDatasource(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, backend.HealthStatusOk, res.Status, res.Message)
 	require.Contains(t, res.Message, "can write to the Flamehouse tables")
-}
-
-// migratedTenancy is migrated on one of the engine's databases with
-// tenant row policies (chtest.NewTenancyDatabase).
-func migratedTenancy(t testing.TB) (clickhouse.Conn, schema.Config) {
-	t.Helper()
-	return plugintest.MigratedInto(t, chtest.Get(t).NewTenancyDatabase(t))
 }
 
 // renameService sets every resource's service.name.
@@ -189,7 +182,7 @@ func flameRootOrZero(r backend.DataResponse) int64 {
 	if len(r.Frames) == 0 || r.Frames[0].Rows() == 0 {
 		return 0
 	}
-	return flameRootValue(r)
+	return plugintest.FlameRootValue(r)
 }
 
 // lookup calls an editor resource and returns its JSON body.

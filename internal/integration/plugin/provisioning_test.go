@@ -1,4 +1,4 @@
-package plugin_test
+package plugin
 
 import (
 	"context"
@@ -84,7 +84,7 @@ func requireHealthy(t *testing.T, ds *plugin.Datasource) string {
 // more than Flamehouse's own tables.
 func TestProvisionedDatasourcesAreHealthy(t *testing.T) {
 	_, cfg := plugintest.Migrated(t)
-	for _, d := range readProvisioned(t, "../../provisioning/datasources/datasources.yml") {
+	for _, d := range readProvisioned(t, "../../../provisioning/datasources/datasources.yml") {
 		t.Run(d.Name, func(t *testing.T) {
 			ds := provisionedInstance(t, d, cfg.Database)
 			require.Contains(t, requireHealthy(t, ds), "Flamehouse tables found")
@@ -99,7 +99,7 @@ func TestProvisionedDatasourcesAreHealthy(t *testing.T) {
 // otel_profiles. Its health check passes, each query type runs, and its
 // flame graph holds the CPU time that was sent.
 func TestProvisionedExporterExampleIsHealthy(t *testing.T) {
-	example := readProvisioned(t, "../../provisioning/examples/otel-exporter.yaml")
+	example := readProvisioned(t, "../../../provisioning/examples/otel-exporter.yaml")
 	require.Len(t, example, 1)
 	srv := chtest.Get(t)
 	bin := otelcoltest.Build(t, otelcoltest.ClickHouseCollector)
@@ -204,7 +204,7 @@ func engineProfile(at time.Time, engine, other int64) *profile.Profile {
 // demo's: numeric time series come back, and the engine rule's ratio is the
 // engine's share of the CPU time sent.
 func TestProvisionedAlertRulesEvaluate(t *testing.T) {
-	raw, err := os.ReadFile("../../provisioning/alerting/flamehouse.yaml")
+	raw, err := os.ReadFile("../../../provisioning/alerting/flamehouse.yaml")
 	require.NoError(t, err)
 	var file alertRuleFile
 	require.NoError(t, yaml.Unmarshal(raw, &file))
@@ -217,7 +217,7 @@ func TestProvisionedAlertRulesEvaluate(t *testing.T) {
 	req, err := pprofconv.Convert(engineProfile(now.Add(-2*time.Minute), engine, other), pprofconv.Options{ResourceAttributes: []string{"service.name", "flamehouse"}})
 	require.NoError(t, err)
 	f.send(t, req)
-	datasources := readProvisioned(t, "../../provisioning/datasources/datasources.yml")
+	datasources := readProvisioned(t, "../../../provisioning/datasources/datasources.yml")
 	ds := provisionedInstance(t, datasources[0], f.tables.Database)
 
 	rules := 0
