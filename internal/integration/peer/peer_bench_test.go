@@ -1,4 +1,4 @@
-package plugin_test
+package peer
 
 import (
 	"bufio"
@@ -39,6 +39,8 @@ import (
 	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/query/flame"
 )
+
+func TestMain(m *testing.M) { chtest.Main(m) }
 
 // Peer benchmark knobs and fixed parameters.
 const (
