@@ -40,7 +40,7 @@ func BenchmarkQuery(b *testing.B) {
 	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
 	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
 	rate := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_RATE", 1)
-	f := newFixture(b, nil)
+	f := newFixture(b, plugintest.Migrated, nil)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	fillSamples(b, f, "", start, minutes, hours, rate)
 	// Ranges end off the minute, as Grafana's "now" does: their edges are
@@ -86,7 +86,7 @@ func BenchmarkQuery(b *testing.B) {
 			fx := f
 			if strings.HasSuffix(bq.name, "-cached") {
 				fx = cached
-				require.NoError(b, fx.query(b, q, bq.from, end).Error) // fills the cache
+				require.NoError(b, plugintest.Query(b, fx.ds, q, bq.from, end).Error) // fills the cache
 			}
 			var took []time.Duration
 			b.ReportAllocs()
@@ -95,7 +95,7 @@ func BenchmarkQuery(b *testing.B) {
 					f.ds.ResetSymbols() // nothing cached: every stack and frame is read
 				}
 				t0 := time.Now()
-				r := fx.query(b, q, bq.from, end)
+				r := plugintest.Query(b, fx.ds, q, bq.from, end)
 				took = append(took, time.Since(t0))
 				require.NoError(b, r.Error)
 				require.Positive(b, r.Frames[0].Rows())
@@ -163,7 +163,7 @@ func fillSamples(b *testing.B, f *fixture, tenant string, start time.Time, minut
 func BenchmarkQueryRateScaling(b *testing.B) {
 	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
 	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
-	f := newFixture(b, nil)
+	f := newFixture(b, plugintest.Migrated, nil)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	fillSamples(b, f, "", start, minutes, hours, 1)
 	fillSamples(b, f, "double", start, minutes, hours, 2)
@@ -184,7 +184,7 @@ func BenchmarkQueryRateScaling(b *testing.B) {
 		b.Run(bq.name, func(b *testing.B) {
 			q := map[string]any{"queryType": bq.kind, "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
 			for _, fx := range []*fixture{f, double} { // warm both symbol caches
-				require.NoError(b, fx.query(b, q, bq.from, end).Error)
+				require.NoError(b, plugintest.Query(b, fx.ds, q, bq.from, end).Error)
 			}
 			base, doubled := alternately(b, f, double, q, bq.from, end)
 			b.ReportMetric(p50Millis(base), "p50-ms")
@@ -205,8 +205,8 @@ func BenchmarkRowPolicy(b *testing.B) {
 	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
 	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
 	srv := chtest.Get(b)
-	conn, tables := plugintest.MigratedTenancy(b)
-	f := newFixtureOn(b, conn, tables, nil)
+	f := newFixture(b, plugintest.MigratedTenancy, nil)
+	tables := f.tables
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	fillSamples(b, f, "", start, minutes, hours, 1)
 	fillSamples(b, f, "other", start, minutes, hours, 1)
@@ -226,9 +226,9 @@ func BenchmarkRowPolicy(b *testing.B) {
 	} {
 		b.Run(bq.name, func(b *testing.B) {
 			q := map[string]any{"queryType": bq.kind, "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
-			want := f.query(b, q, bq.from, end)
+			want := plugintest.Query(b, f.ds, q, bq.from, end)
 			require.NoError(b, want.Error)
-			got := tenant.query(b, q, bq.from, end)
+			got := plugintest.Query(b, tenant.ds, q, bq.from, end)
 			require.NoError(b, got.Error)
 			require.Equal(b, want.Frames[0].Rows(), got.Frames[0].Rows(), "the tenant user's answer is the admin's for its tenant")
 			admin, policy := alternately(b, f, tenant, q, bq.from, end)
@@ -247,7 +247,7 @@ func alternately(b *testing.B, first, second *fixture, q map[string]any, from, t
 	for b.Loop() {
 		for i, fx := range []*fixture{first, second} {
 			t0 := time.Now()
-			r := fx.query(b, q, from, to)
+			r := plugintest.Query(b, fx.ds, q, from, to)
 			took := time.Since(t0)
 			require.NoError(b, r.Error)
 			require.Positive(b, r.Frames[0].Rows())

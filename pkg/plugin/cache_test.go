@@ -125,7 +125,7 @@ func sameFrames(t *testing.T, want, got data.Frames) {
 // system.query_log), and answers the same; late rows show once the TTL
 // has passed; a range that touches now is never cached.
 func TestClosedRangesAreCached(t *testing.T) {
-	f := newFixture(t, map[string]any{"cache": "auto", "cacheTtl": "300"})
+	f := newFixture(t, plugintest.Migrated, map[string]any{"cache": "auto", "cacheTtl": "300"})
 	clock := time.Now()
 	f.ds.Cache().Now = func() time.Time { return clock }
 	rec := recordQueries(t, f.ds)
@@ -224,7 +224,7 @@ func sumCPU(t *testing.T, req *collectorpb.ExportProfilesServiceRequest) int64 {
 // datasource's own settings, which the embedded engine's guard accepts;
 // "off" and a TTL of 0 cache nothing.
 func TestCacheModes(t *testing.T) {
-	f := newFixture(t, map[string]any{"cache": "auto"})
+	f := newFixture(t, plugintest.Migrated, map[string]any{"cache": "auto"})
 	conn, err := f.ds.Connection()
 	require.NoError(t, err)
 	ctx := context.Background()

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
@@ -33,15 +32,12 @@ type fixture struct {
 	export *pipeline.Pipeline
 }
 
-func newFixture(t testing.TB, profiles map[string]any) *fixture {
+// newFixture is a fixture on a database that migrate creates
+// (plugintest.Migrated, plugintest.MigratedTenancy), with the keys of
+// profiles over the datasource's profiles settings.
+func newFixture(t testing.TB, migrate func(testing.TB) (clickhouse.Conn, schema.Config), profiles map[string]any) *fixture {
 	t.Helper()
-	conn, tables := plugintest.Migrated(t)
-	return newFixtureOn(t, conn, tables, profiles)
-}
-
-// newFixtureOn is newFixture on a migrated database of the caller's.
-func newFixtureOn(t testing.TB, conn clickhouse.Conn, tables schema.Config, profiles map[string]any) *fixture {
-	t.Helper()
+	conn, tables := migrate(t)
 	cfg := writer.DefaultConfig()
 	cfg.FlushInterval = 20 * time.Millisecond
 	w, err := writer.New(cfg, tables, conn, chtest.Get(t).NativeInserter(t), slog.New(slog.DiscardHandler), prometheus.NewRegistry())
@@ -60,10 +56,4 @@ func (f *fixture) send(t testing.TB, req *collectorpb.ExportProfilesServiceReque
 	out, err := f.export.Export(context.Background(), pipeline.Request{Payload: body})
 	require.NoError(t, err)
 	require.Empty(t, out.Rejected)
-}
-
-// query runs one query through QueryData.
-func (f *fixture) query(t testing.TB, q map[string]any, from, to time.Time) backend.DataResponse {
-	t.Helper()
-	return plugintest.Query(t, f.ds, q, from, to)
 }

@@ -45,7 +45,7 @@ const (
 // with the ranges (what the in-memory range tables were chosen over; the
 // query still has to read the frames and stacks around it).
 func BenchmarkSymbolResolution(b *testing.B) {
-	f := newFixture(b, nil)
+	f := newFixture(b, plugintest.Migrated, nil)
 	start := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
 	// More stacks than fillSamples' three reports bring: denser reports of
 	// a larger pool (whose first 50k stacks are the workload's), so that
@@ -126,7 +126,7 @@ func BenchmarkSymbolResolution(b *testing.B) {
 	q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
 
 	// Both answer the same flame graph, totals and names.
-	a, c := named.query(b, q, from, end), resolved.query(b, q, from, end)
+	a, c := plugintest.Query(b, named.ds, q, from, end), plugintest.Query(b, resolved.ds, q, from, end)
 	require.NoError(b, a.Error)
 	require.NoError(b, c.Error)
 	plugintest.RequireSameFrames(b, a.Frames[0], c.Frames[0])
@@ -136,7 +136,7 @@ func BenchmarkSymbolResolution(b *testing.B) {
 		for b.Loop() {
 			for i, fx := range []*fixture{named, resolved} {
 				t0 := time.Now()
-				r := fx.query(b, q, from, end)
+				r := plugintest.Query(b, fx.ds, q, from, end)
 				took := time.Since(t0)
 				require.NoError(b, r.Error)
 				if i == 0 {
@@ -161,7 +161,7 @@ func BenchmarkSymbolResolution(b *testing.B) {
 		for b.Loop() {
 			resolved.ds.ResetResolver()
 			t0 := time.Now()
-			r := resolved.query(b, q, from, end)
+			r := plugintest.Query(b, resolved.ds, q, from, end)
 			took = append(took, time.Since(t0))
 			require.NoError(b, r.Error)
 		}

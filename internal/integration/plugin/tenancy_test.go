@@ -159,13 +159,7 @@ func sendAs(t *testing.T, addr, token string, req *collectorpb.ExportProfilesSer
 
 func tenantQuery(t *testing.T, ds *plugin.Datasource, q map[string]any, from, to time.Time) backend.DataResponse {
 	t.Helper()
-	raw, err := json.Marshal(q)
-	require.NoError(t, err)
-	resp, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{
-		RefID: "A", JSON: raw, TimeRange: backend.TimeRange{From: from, To: to}, Interval: time.Minute,
-	}}})
-	require.NoError(t, err)
-	r := resp.Responses["A"]
+	r := plugintest.Query(t, ds, q, from, to)
 	require.NoError(t, r.Error)
 	return r
 }
