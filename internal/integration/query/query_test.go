@@ -65,8 +65,8 @@ var reports = []sent{
 	{acme, service, 6, 184*time.Minute + 57*time.Second},    // across the minute rollup's end
 	{acme, service, 7, 185*time.Minute + 30*time.Second},    // raw tail
 	{acme, service, 8, 185*time.Minute + 38*time.Second},    // across to
-	{other, service, 51, -30*time.Minute + 10*time.Second},  // other's, at acme's times
-	{other, service, 52, 72*time.Minute + 3*time.Second},    //
+	{other, service, 51, -30*time.Minute + 10*time.Second},  // other's, at acme's times: minute rollup
+	{other, service, 52, 72*time.Minute + 3*time.Second},    // other's, at acme's times: hour rollup
 	{other, intruder, 53, 184*time.Minute + 57*time.Second}, // other's own service
 }
 
@@ -120,6 +120,8 @@ func newWorld(t *testing.T) *world {
 	return wd
 }
 
+// engine reads the world as a tenant's datasource does, without an answer
+// cache.
 func (w *world) engine(tenant string) *query.Engine {
 	return &query.Engine{Conn: w.conn, Tables: w.tables, Tenant: tenant}
 }
