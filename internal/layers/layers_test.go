@@ -34,9 +34,9 @@ var layers = [][]string{
 	// profiler's harness.
 	{"pkg/chembed", "pkg/otlphttp", "pkg/pprofconv", "pkg/ingest/writer", "internal/profilegen", "internal/ebpfagent"},
 	// What reads the tables, the ingest's shared path (decode, convert,
-	// write), the tests' ClickHouse.
+	// write), the tests' ClickHouse and their oracle of query answers.
 	{
-		"pkg/symbols", "pkg/selftrace/tracetable", "pkg/ingest/pipeline", "internal/chtest",
+		"pkg/symbols", "pkg/selftrace/tracetable", "pkg/ingest/pipeline", "internal/chtest", "internal/querytest",
 	},
 	// The parts of the services.
 	{
@@ -51,7 +51,7 @@ var layers = [][]string{
 	{"cmd/flamehouse", "pkg", "internal/tsgen"},
 	// Integration tests of their own, which run the programs and their
 	// peers from outside.
-	{"internal/integration/ebpfagent", "internal/integration/pyroscopeapi"},
+	{"internal/integration/ebpfagent", "internal/integration/pyroscopeapi", "internal/integration/query"},
 }
 
 // harnesses are the packages that start real components for tests (the
@@ -61,6 +61,7 @@ var layers = [][]string{
 var harnesses = []string{
 	"internal/chtest", "internal/otelcoltest", "internal/nativebin", "internal/pproftest", "internal/profilegen",
 	"internal/otlpbuild", "internal/ebpfagent", "internal/pyroscopetest", "internal/harness", "internal/benchmem",
+	"internal/querytest",
 }
 
 // integration is the prefix of the integration tests' packages, whose

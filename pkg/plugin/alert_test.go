@@ -10,6 +10,8 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/stretchr/testify/require"
+
+	"github.com/flamehouse/flamehouse/internal/querytest"
 )
 
 // alertQuery calls QueryData as Grafana's alert evaluation does: no
@@ -243,7 +245,7 @@ func TestFunctionFilterOnFlameGraphs(t *testing.T) {
 				if frames[0].Rows() == 0 {
 					return 0
 				}
-				return flameRowsIn(t, frames[0], "bytes")[0].value
+				return querytest.FlameRows(t, frames[0], "bytes")[0].Value
 			}
 			require.Equal(t, all, root(nil))
 			require.Equal(t, cache, root(map[string]any{"function": "cache"}))

@@ -18,6 +18,7 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
@@ -133,7 +134,7 @@ func TestClosedRangesAreCached(t *testing.T) {
 	at := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
 	req, batch := report(t, at)
 	f.send(t, req)
-	_, _, total := expectedTop(batch, cpuOnly)
+	_, _, total := querytest.Top(batch, cpuOnly)
 	from, to := at.Add(-time.Minute), at.Add(5*time.Minute)
 	mode := f.ds.cache.ModeInUse(context.Background(), rec.Conn)
 
@@ -151,7 +152,7 @@ func TestClosedRangesAreCached(t *testing.T) {
 		first[i] = requireOK(t, dashboardQuery(t, f.ds, dashboard+"-first", q, from, to))
 		require.True(t, readsSamples(rec.take()), "%v: the first query reads the samples", q["queryType"])
 	}
-	require.Equal(t, total, flameRows(t, first[0][0])[0].value)
+	require.Equal(t, total, flameRows(t, first[0][0])[0].Value)
 	for i, q := range queries {
 		again := requireOK(t, dashboardQuery(t, f.ds, dashboard+"-again", q, from, to))
 		sameFrames(t, first[i], again)
@@ -186,7 +187,7 @@ func TestClosedRangesAreCached(t *testing.T) {
 	// has passed (answers are invalidated by time only).
 	late, lateBatch := report(t, at.Add(2*time.Minute))
 	f.send(t, late)
-	_, _, lateTotal := expectedTop(lateBatch, cpuOnly)
+	_, _, lateTotal := querytest.Top(lateBatch, cpuOnly)
 	require.Equal(t, total, flameRoot(t, f.ds, queries[0], from, to), "within the TTL")
 	clock = clock.Add(301 * time.Second)
 	require.Equal(t, total+lateTotal, flameRoot(t, f.ds, queries[0], from, to), "after the TTL")
@@ -215,7 +216,7 @@ func sumCPU(t *testing.T, req *collectorpb.ExportProfilesServiceRequest) int64 {
 	res, err := convert.Convert(req, convert.DefaultOptions(""))
 	require.NoError(t, err)
 	require.Empty(t, res.Rejected)
-	_, _, sum := expectedTop(res.Batch, cpuOnly)
+	_, _, sum := querytest.Top(res.Batch, cpuOnly)
 	return sum
 }
 
@@ -240,7 +241,7 @@ func TestCacheModes(t *testing.T) {
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	req, batch := report(t, at)
 	f.send(t, req)
-	_, _, total := expectedTop(batch, cpuOnly)
+	_, _, total := querytest.Top(batch, cpuOnly)
 	q := map[string]any{"profileTypeId": cpuType}
 	for name, profiles := range map[string]map[string]any{
 		"clickhouse": {"cache": "clickhouse"}, "off": {"cache": "off"}, "no ttl": {"cache": "auto", "cacheTtl": "0"},

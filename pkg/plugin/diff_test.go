@@ -357,8 +357,8 @@ func TestDiffTruncationKeepsWhatGrew(t *testing.T) {
 		require.LessOrEqual(t, len(rows), maxNodes, name)
 		others := 0
 		for _, r := range rows {
-			require.NotEqual(t, "grew", r.label, "%s: its own flame graph folds the function into other", name)
-			if r.label == "other" {
+			require.NotEqual(t, "grew", r.Label, "%s: its own flame graph folds the function into other", name)
+			if r.Label == "other" {
 				others++
 			}
 		}

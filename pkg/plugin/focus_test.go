@@ -6,15 +6,17 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flamehouse/flamehouse/internal/querytest"
 )
 
 // pathRows indexes flame graph rows by their label path from the root's
 // children ("a;b;c"), "other" rows by their parent's path plus ";other".
-func pathRows(rows []flameRow) map[string]flameRow {
-	out := map[string]flameRow{}
+func pathRows(rows []querytest.FlameRow) map[string]querytest.FlameRow {
+	out := map[string]querytest.FlameRow{}
 	var path []string
 	for _, r := range rows[1:] {
-		path = append(path[:r.level-1], r.label)
+		path = append(path[:r.Level-1], r.Label)
 		out[strings.Join(path, ";")] = r
 	}
 	return out
@@ -24,7 +26,7 @@ func pathRows(rows []flameRow) map[string]flameRow {
 // "other" child in the truncated rows (plain), whose subtree in the
 // untruncated rows (full) is the smallest of at least two nodes, and that
 // size.
-func smallestFoldedParent(full, plain map[string]flameRow) (parent string, smallest int) {
+func smallestFoldedParent(full, plain map[string]querytest.FlameRow) (parent string, smallest int) {
 	size := func(p string) int {
 		n := 0
 		for path := range full {
@@ -35,7 +37,7 @@ func smallestFoldedParent(full, plain map[string]flameRow) (parent string, small
 		return n
 	}
 	for path, r := range plain {
-		if r.label != "other" || !strings.Contains(path, ";") {
+		if r.Label != "other" || !strings.Contains(path, ";") {
 			continue
 		}
 		p := strings.TrimSuffix(path, ";other")
@@ -57,7 +59,7 @@ func TestFocusPathOpensOther(t *testing.T) {
 	req, _ := report(t, at)
 	f.send(t, req)
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
-	query := func(q map[string]any) []flameRow {
+	query := func(q map[string]any) []querytest.FlameRow {
 		q["profileTypeId"] = cpuType
 		return flameRows(t, requireOK(t, f.query(t, q, from, to))[0])
 	}
@@ -77,20 +79,20 @@ func TestFocusPathOpensOther(t *testing.T) {
 	below := func(path string) bool { return strings.HasPrefix(path, parent+";") }
 	var subtree, shownBefore, shownNow int
 	for path, r := range focused {
-		if r.label != "other" {
-			require.Equal(t, full[path].value, r.value, "%s: the node's total", path)
-			require.Equal(t, full[path].self, r.self, "%s: the node's self", path)
+		if r.Label != "other" {
+			require.Equal(t, full[path].Value, r.Value, "%s: the node's total", path)
+			require.Equal(t, full[path].Self, r.Self, "%s: the node's self", path)
 		}
 		if below(path) {
 			subtree++
-			if !strings.Contains(strings.TrimPrefix(path, parent+";"), ";") && r.label != "other" {
+			if !strings.Contains(strings.TrimPrefix(path, parent+";"), ";") && r.Label != "other" {
 				shownNow++
 			}
 		}
 	}
 	for path, r := range plain {
 		if below(path) {
-			if !strings.Contains(strings.TrimPrefix(path, parent+";"), ";") && r.label != "other" {
+			if !strings.Contains(strings.TrimPrefix(path, parent+";"), ";") && r.Label != "other" {
 				shownBefore++
 			}
 			continue

@@ -115,10 +115,10 @@ func flameByPath(t *testing.T, f *data.Frame) (map[string]int64, int64) {
 	}
 	var stack []string
 	for _, r := range rows[1:] {
-		stack = append(stack[:r.level-1], r.label)
-		out[strings.Join(stack, ";")] = r.value
+		stack = append(stack[:r.Level-1], r.Label)
+		out[strings.Join(stack, ";")] = r.Value
 	}
-	return out, rows[0].value
+	return out, rows[0].Value
 }
 
 func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
@@ -152,12 +152,12 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 
 	t.Run("hidden kernel frames give their samples to the caller", func(t *testing.T) {
 		rows := flameRows(t, requireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": cpuType, "hideFrames": []string{"kernel"}}, from, to))[0])
-		require.Equal(t, int64(total), rows[0].value)
-		require.Equal(t, int64(100), rows[0].self, "a kernel thread's samples go to the root")
+		require.Equal(t, int64(total), rows[0].Value)
+		require.Equal(t, int64(100), rows[0].Self, "a kernel thread's samples go to the root")
 		self := map[string]int64{}
 		for _, r := range rows[1:] {
-			require.NotContains(t, r.label, "kernel")
-			self[r.label] += r.self
+			require.NotContains(t, r.Label, "kernel")
+			self[r.Label] += r.Self
 		}
 		require.Equal(t, int64(700), self["_PyEval_EvalFrameDefault [native]"])
 		require.Equal(t, int64(200), self["c_work"])

@@ -20,6 +20,7 @@ import (
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
 
@@ -135,7 +136,7 @@ type compatWant struct {
 // samples keep selects from the OTLP requests themselves, independently of
 // either schema: weight = events × period, frames leaf first (a location's
 // lines innermost first), labelled as the datasource labels them on
-// Flamehouse's tables (kernel frames marked: oracleMarks; unmarked gives
+// Flamehouse's tables (kernel frames marked: querytest.MarkKinds; unmarked gives
 // the exporter table's labels), and a function's total counted once per
 // stack.
 func expectFromRequests(reqs []*collectorpb.ExportProfilesServiceRequest, keep func(sampleRef) bool) compatWant {
@@ -153,7 +154,7 @@ func expectFromRequests(reqs []*collectorpb.ExportProfilesServiceRequest, keep f
 							ref.trace, ref.span = hex.EncodeToString(link.GetTraceId()), hex.EncodeToString(link.GetSpanId())
 						}
 						if keep(ref) {
-							want.add(int64(len(s.GetTimestampsUnixNano()))*p.GetPeriod(), oracleMarks(stackLabels(dict, s.GetStackIndex())))
+							want.add(int64(len(s.GetTimestampsUnixNano()))*p.GetPeriod(), querytest.MarkKinds(stackLabels(dict, s.GetStackIndex())))
 						}
 					}
 				}
@@ -311,7 +312,7 @@ func withQuery(base map[string]any, queryType string) map[string]any {
 func requireCompatAnswers(t *testing.T, f *fixture, base map[string]any, from, to time.Time, want compatWant) {
 	t.Helper()
 	rows := flameRows(t, requireOK(t, f.query(t, withQuery(base, query.TypeProfile), from, to))[0])
-	require.Equal(t, want.sum, rows[0].value, "flame graph root: the workload's CPU time")
+	require.Equal(t, want.sum, rows[0].Value, "flame graph root: the workload's CPU time")
 
 	tq := withQuery(base, query.TypeTable)
 	tq["limit"] = 10000
@@ -350,7 +351,7 @@ func requireSameFlameGraph(t *testing.T, a, b *fixture, base map[string]any, fro
 	rowsA := flameRows(t, requireOK(t, ra)[0])
 	if unmarkA { // a's schema marks frame kinds, b's keeps no frame types
 		for i := range rowsA {
-			rowsA[i].label = withoutMark(rowsA[i].label)
+			rowsA[i].Label = withoutMark(rowsA[i].Label)
 		}
 	}
 	require.Equal(t, rowsA, flameRows(t, requireOK(t, rb)[0]), "the same flame graph from both schemas")

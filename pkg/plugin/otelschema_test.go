@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
@@ -175,8 +176,8 @@ func TestOTelSchemaFlameGraphTableAndTypes(t *testing.T) {
 	} {
 		t.Run(tc.typeID, func(t *testing.T) {
 			wantSelf, wantTotal, sum := expectedFromRows(rows, tc.value, all)
-			flame := flameRowsIn(t, requireOK(t, f.query(t, map[string]any{"profileTypeId": tc.typeID}, from, to))[0], tc.unit)
-			require.Equal(t, sum, flame[0].value, "root total")
+			flame := querytest.FlameRows(t, requireOK(t, f.query(t, map[string]any{"profileTypeId": tc.typeID}, from, to))[0], tc.unit)
+			require.Equal(t, sum, flame[0].Value, "root total")
 			table := requireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": tc.typeID}, from, to))[0]
 			requireTable(t, table, wantSelf, wantTotal)
 		})
@@ -185,11 +186,11 @@ func TestOTelSchemaFlameGraphTableAndTypes(t *testing.T) {
 	// Frames are read root first: main is the root's only child and leaf
 	// sits under mid.
 	flame := flameRows(t, requireOK(t, f.query(t, map[string]any{"profileTypeId": "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}, from, to))[0])
-	require.Equal(t, "main", flame[1].label)
-	require.Equal(t, int64(1), flame[1].level)
+	require.Equal(t, "main", flame[1].Label)
+	require.Equal(t, int64(1), flame[1].Level)
 	levels := map[string]int64{}
 	for _, r := range flame {
-		levels[r.label] = r.level
+		levels[r.Label] = r.Level
 	}
 	require.Equal(t, map[string]int64{"total": 0, "main": 1, "mid": 2, "leaf": 3, "0x1f0": 3, "[libc.so.6]": 4, "[libssl.so.3]": 4, "runtime.gc": 2}, levels)
 }

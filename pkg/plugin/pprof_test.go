@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/pproftest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 )
 
@@ -63,7 +64,7 @@ func TestPprofExportMatchesPprofTop(t *testing.T) {
 	require.NoError(t, os.WriteFile(exported, resp.Body, 0o600))
 
 	gotFlat, gotCum := pproftest.Top(t, exported)
-	tableSelf, tableTotal := tableTop(requireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="pprof-export"}`}, from, to))[0])
+	tableSelf, tableTotal := querytest.TableTop(requireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="pprof-export"}`}, from, to))[0])
 	require.Equal(t, tableSelf, gotFlat, "pprof -top flat of the export equals the table's self")
 	require.Equal(t, tableTotal, gotCum, "pprof -top cum of the export equals the table's total")
 	require.Equal(t, wantFlat, gotFlat, "and the original profile's flat")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
@@ -30,7 +31,7 @@ func seededReport(t *testing.T, seed uint64, at time.Time) (*collectorpb.ExportP
 	t.Helper()
 	cfg := profilegen.DefaultConfig()
 	cfg.Seed, cfg.Stacks, cfg.Pods, cfg.SamplesPerSecond, cfg.Locations, cfg.Functions = seed, 300, 3, 120, 2000, 500
-	return generatedReport(t, cfg, at)
+	return querytest.Report(t, cfg, at)
 }
 
 // queryLinked runs one query through QueryData as Grafana sends it, with
@@ -140,7 +141,7 @@ func TestProfilesListsAndOpensSingleProfiles(t *testing.T) {
 		var q map[string]any
 		require.NoError(t, json.Unmarshal([]byte(interpolate(t, list, row, string(raw))), &q))
 		rows := flameRows(t, requireOK(t, f.query(t, q, from, to))[0])
-		require.Equal(t, p.Total, rows[0].value, "row %d: the flame graph is that profile's", row)
+		require.Equal(t, p.Total, rows[0].Value, "row %d: the flame graph is that profile's", row)
 
 		u, err := url.Parse(interpolate(t, list, row, links[1].URL))
 		require.NoError(t, err)

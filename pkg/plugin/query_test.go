@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,8 +26,8 @@ import (
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/pproftest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/ingest"
-	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/query"
@@ -101,95 +100,7 @@ func report(t *testing.T, at time.Time) (*collectorpb.ExportProfilesServiceReque
 	t.Helper()
 	cfg := profilegen.DefaultConfig()
 	cfg.Stacks, cfg.Pods, cfg.SamplesPerSecond, cfg.Locations, cfg.Functions = 300, 4, 200, 2000, 500
-	return generatedReport(t, cfg, at)
-}
-
-// generatedReport is a report of a workload at a time and what converting
-// it as the ingest does yields.
-func generatedReport(t *testing.T, cfg profilegen.Config, at time.Time) (*collectorpb.ExportProfilesServiceRequest, *model.Batch) {
-	t.Helper()
-	req := profilegen.New(cfg).Report(at)
-	opts := convert.DefaultOptions("")
-	opts.Now = func() time.Time { return at.Add(time.Minute) }
-	res, err := convert.Convert(req, opts)
-	require.NoError(t, err)
-	require.Empty(t, res.Rejected)
-	return req, res.Batch
-}
-
-// expectedTop computes self and total per function label from a converted
-// batch, recursion counted once per stack.
-func expectedTop(b *model.Batch, keep func(*model.Sample) bool) (self, total map[string]int64, sum int64) {
-	self, total = map[string]int64{}, map[string]int64{}
-	for i := range b.Samples {
-		s := &b.Samples[i]
-		if !keep(s) {
-			continue
-		}
-		sym := b.Symbols[model.ServiceKey{Tenant: s.Meta.Series.Tenant, Service: s.Meta.Series.Service}]
-		stacks, frames := sym.ByID()
-		ids := stacks[s.StackID].FrameIDs
-		sum += s.Value
-		if len(ids) == 0 {
-			continue
-		}
-		labels, types := make([]string, len(ids)), make([]string, len(ids))
-		for i, id := range ids {
-			labels[i], types[i] = functionLabel(frames[id]), frames[id].FrameType
-		}
-		labels = oracleMarks(labels, types)
-		self[labels[len(labels)-1]] += s.Value
-		seen := map[string]bool{}
-		for _, l := range labels {
-			if !seen[l] {
-				seen[l] = true
-				total[l] += s.Value
-			}
-		}
-	}
-	return self, total, sum
-}
-
-// oracleMarks marks a stack's labels by their frames' profile.frame.type
-// as the datasource does (pkg/query/framekinds.go), written
-// independently as the tests' oracle: kernel frames "name [kernel]",
-// native frames of a stack with an interpreter's frames "name [native]",
-// labels of unnamed code ("[libc.so.6]") as they are.
-func oracleMarks(labels, types []string) []string {
-	interpreted := false
-	for _, t := range types {
-		switch t {
-		case "cpython", "jvm", "php", "ruby", "perl", "v8js", "dotnet", "beam", "luajit":
-			interpreted = true
-		}
-	}
-	out := make([]string, len(labels))
-	for i, l := range labels {
-		out[i] = l
-		if strings.HasPrefix(l, "[") && strings.HasSuffix(l, "]") {
-			continue
-		}
-		if types[i] == "kernel" || (types[i] == "native" && interpreted) {
-			out[i] = l + " [" + types[i] + "]"
-		}
-	}
-	return out
-}
-
-// functionLabel is the label the datasource gives a frame (query's
-// frameLabelSQL), written independently as the tests' oracle.
-func functionLabel(f *model.Frame) string {
-	switch {
-	case f.FunctionName != "":
-		return f.FunctionName
-	case f.SystemName != "":
-		return f.SystemName
-	case f.MappingFile != "":
-		return "[" + path.Base(f.MappingFile) + "]"
-	case f.FileName != "":
-		return f.FileName
-	}
-	return "0x" + strconv.FormatUint(f.Address, 16)
+	return querytest.Report(t, cfg, at)
 }
 
 func cpuOnly(s *model.Sample) bool { return s.Meta.ProfileType == cpuType }
@@ -201,35 +112,10 @@ func requireOK(t *testing.T, r backend.DataResponse) data.Frames {
 	return r.Frames
 }
 
-// flameRows reads a flame graph frame: level, value, self and label per row.
-type flameRow struct {
-	level, value, self int64
-	label              string
-}
-
-func flameRows(t testing.TB, f *data.Frame) []flameRow {
+// flameRows reads a flame graph frame whose values are in nanoseconds.
+func flameRows(t testing.TB, f *data.Frame) []querytest.FlameRow {
 	t.Helper()
-	return flameRowsIn(t, f, "ns")
-}
-
-// flameRowsIn reads a flame graph frame whose values are in unit.
-func flameRowsIn(t testing.TB, f *data.Frame, unit string) []flameRow {
-	t.Helper()
-	require.Equal(t, "response", f.Name)
-	require.Equal(t, data.VisType(data.VisTypeFlameGraph), f.Meta.PreferredVisualization)
-	level, value, self, label := f.Fields[0], f.Fields[1], f.Fields[2], f.Fields[3]
-	require.Equal(t, []string{"level", "value", "self", "label"}, []string{level.Name, value.Name, self.Name, label.Name})
-	require.Equal(t, unit, value.Config.Unit)
-	names := label.Config.TypeConfig.Enum.Text
-	rows := make([]flameRow, f.Rows())
-	for i := range rows {
-		lv, _ := level.ConcreteAt(i)
-		v, _ := value.ConcreteAt(i)
-		s, _ := self.ConcreteAt(i)
-		l, _ := label.ConcreteAt(i)
-		rows[i] = flameRow{level: lv.(int64), value: v.(int64), self: s.(int64), label: names[l.(data.EnumItemIndex)]} // the field types are checked by the SDK
-	}
-	return rows
+	return querytest.FlameRows(t, f, "ns")
 }
 
 func TestFlameGraphAndTableMatchWhatWasIngested(t *testing.T) {
@@ -237,18 +123,18 @@ func TestFlameGraphAndTableMatchWhatWasIngested(t *testing.T) {
 	at := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
 	req, batch := report(t, at)
 	f.send(t, req)
-	wantSelf, wantTotal, wantSum := expectedTop(batch, cpuOnly)
+	wantSelf, wantTotal, wantSum := querytest.Top(batch, cpuOnly)
 	require.NotZero(t, wantSum)
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
 
 	rows := flameRows(t, requireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": cpuType}, from, to))[0])
-	require.Equal(t, flameRow{level: 0, value: wantSum, self: rows[0].self, label: "total"}, rows[0], "a single root with the exact total")
+	require.Equal(t, querytest.FlameRow{Level: 0, Value: wantSum, Self: rows[0].Self, Label: "total"}, rows[0], "a single root with the exact total")
 	for i, r := range rows[1:] {
-		require.Positive(t, r.level, "row %d: only the first row is the root", i+1)
+		require.Positive(t, r.Level, "row %d: only the first row is the root", i+1)
 	}
 	var leafSelf int64
 	for _, r := range rows {
-		leafSelf += r.self
+		leafSelf += r.Self
 	}
 	require.Equal(t, wantSum, leafSelf, "self values add up to the total")
 
@@ -281,13 +167,13 @@ func TestFlameGraphTruncationKeepsTheTotal(t *testing.T) {
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	req, batch := report(t, at)
 	f.send(t, req)
-	_, _, wantSum := expectedTop(batch, cpuOnly)
+	_, _, wantSum := querytest.Top(batch, cpuOnly)
 	rows := flameRows(t, requireOK(t, f.query(t, map[string]any{"profileTypeId": cpuType, "maxNodes": 50}, at.Add(-time.Minute), at.Add(time.Hour)))[0])
 	require.LessOrEqual(t, len(rows), 50)
-	require.Equal(t, wantSum, rows[0].value)
+	require.Equal(t, wantSum, rows[0].Value)
 	others := 0
 	for _, r := range rows {
-		if r.label == "other" {
+		if r.Label == "other" {
 			others++
 		}
 	}
@@ -324,7 +210,7 @@ func TestSelectorsFilterAndCannotInject(t *testing.T) {
 		if frames[0].Rows() == 0 {
 			return 0
 		}
-		return flameRows(t, frames[0])[0].value
+		return flameRows(t, frames[0])[0].Value
 	}
 	tests := []struct {
 		selector string
@@ -344,7 +230,7 @@ func TestSelectorsFilterAndCannotInject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.selector, func(t *testing.T) {
-			_, _, want := expectedTop(batch, func(s *model.Sample) bool { return cpuOnly(s) && tt.keep(s) })
+			_, _, want := querytest.Top(batch, func(s *model.Sample) bool { return cpuOnly(s) && tt.keep(s) })
 			require.Equal(t, want, rootOf(tt.selector))
 		})
 	}
@@ -385,7 +271,7 @@ func TestTopTableMatchesPprofTop(t *testing.T) {
 
 	at := time.Unix(0, prof.TimeNanos)
 	q := map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="pprof-oracle"}`}
-	gotFlat, gotCum := tableTop(requireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Minute)))[0])
+	gotFlat, gotCum := querytest.TableTop(requireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Minute)))[0])
 	require.Equal(t, wantFlat, gotFlat, "self per function equals pprof -top flat")
 	require.Equal(t, wantCum, gotCum, "total per function equals pprof -top cum")
 
@@ -397,21 +283,7 @@ func TestTopTableMatchesPprofTop(t *testing.T) {
 	for _, v := range wantFlat {
 		sum += v
 	}
-	require.Equal(t, sum, rows[0].value, "the truncated flame graph's root is the profile's total")
-}
-
-// tableTop is a table answer's self and total per function, as pprof -top
-// lists flat and cum.
-func tableTop(table *data.Frame) (self, total map[string]int64) {
-	self, total = map[string]int64{}, map[string]int64{}
-	for i := range table.Rows() {
-		label, _ := table.Fields[0].ConcreteAt(i)
-		s, _ := table.Fields[1].ConcreteAt(i)
-		tot, _ := table.Fields[2].ConcreteAt(i)
-		self[label.(string)] = s.(int64) // typed fields
-		total[label.(string)] = tot.(int64)
-	}
-	return self, total
+	require.Equal(t, sum, rows[0].Value, "the truncated flame graph's root is the profile's total")
 }
 
 func TestSpanSelectorAndTraceID(t *testing.T) {
@@ -427,14 +299,14 @@ func TestSpanSelectorAndTraceID(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, span, "the generator links some samples to spans")
-	_, _, want := expectedTop(batch, func(s *model.Sample) bool { return cpuOnly(s) && s.Meta.SpanID == span })
-	_, _, wantTrace := expectedTop(batch, func(s *model.Sample) bool { return cpuOnly(s) && s.Meta.TraceID == trace })
+	_, _, want := querytest.Top(batch, func(s *model.Sample) bool { return cpuOnly(s) && s.Meta.SpanID == span })
+	_, _, wantTrace := querytest.Top(batch, func(s *model.Sample) bool { return cpuOnly(s) && s.Meta.TraceID == trace })
 	// The span's own range, as Grafana sends it for a span link: the
 	// padding widens it to cover the report's samples.
 	from, to := at.Add(2*time.Second), at.Add(4*time.Second)
 	root := func(q map[string]any) int64 {
 		rows := flameRows(t, requireOK(t, f.query(t, q, from, to))[0])
-		return rows[0].value
+		return rows[0].Value
 	}
 	require.Equal(t, want, root(map[string]any{"profileTypeId": cpuType, "spanSelector": []string{strings.ToUpper(span), ""}}))
 	require.Equal(t, wantTrace, root(map[string]any{"profileTypeId": cpuType, "traceId": trace}))
@@ -610,7 +482,7 @@ func TestTempoShapedQueries(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, span)
-	_, _, want := expectedTop(batch, func(s *model.Sample) bool { return cpuOnly(s) && s.Meta.SpanID == span })
+	_, _, want := querytest.Top(batch, func(s *model.Sample) bool { return cpuOnly(s) && s.Meta.SpanID == span })
 	spanStart, spanEnd := at.Add(time.Second), at.Add(1500*time.Millisecond)
 
 	embedded := map[string]any{
@@ -622,12 +494,12 @@ func TestTempoShapedQueries(t *testing.T) {
 	frames := requireOK(t, f.query(t, embedded, spanStart.Add(-30*time.Second), spanEnd.Add(30*time.Second)))
 	rows := flameRows(t, frames[0])
 	require.Greater(t, len(rows), 1, "the trace view draws the frame only when it has more than one row")
-	require.Equal(t, want, rows[0].value)
+	require.Equal(t, want, rows[0].Value)
 
 	related := map[string]any{
 		"labelSelector": `{service_name="checkout"}`, "groupBy": []string{}, "profileTypeId": cpuType, "queryType": "profile",
 		"spanSelector": []string{span}, "refId": "profile",
 	}
-	require.Equal(t, want, flameRows(t, requireOK(t, f.query(t, related, spanStart, spanEnd))[0])[0].value,
+	require.Equal(t, want, flameRows(t, requireOK(t, f.query(t, related, spanStart, spanEnd))[0])[0].Value,
 		"the span's exact range, widened by the padding")
 }

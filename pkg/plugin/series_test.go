@@ -11,6 +11,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 )
 
 // The heap profiles of the series tests: two processes (pods) of one
@@ -281,8 +282,8 @@ func requireGaugeLinksOpenMinutes(t *testing.T, ds *Datasource, start, from, to 
 					want += s.bytes
 				}
 			}
-			flame := flameRowsIn(t, followLinkAt(t, ds, value.Config.Links[0], minute, from, to)[0], "bytes")
-			require.Equal(t, want, flame[0].value, "%s at %s", pod, minute)
+			flame := querytest.FlameRows(t, followLinkAt(t, ds, value.Config.Links[0], minute, from, to)[0], "bytes")
+			require.Equal(t, want, flame[0].Value, "%s at %s", pod, minute)
 		}
 	}
 }

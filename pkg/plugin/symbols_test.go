@@ -22,6 +22,7 @@ import (
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/nativebin"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
 )
@@ -137,20 +138,20 @@ func storeSymbolsFrom(t testing.TB, tables schema.Config, source string, files .
 // chains reads a flame graph's nodes under each root child (a probe's
 // marker): the labels below it, root side first, and the marker's value.
 // Every probe is one stack, so what hangs under a marker is one chain.
-func chains(t testing.TB, rows []flameRow) (paths map[string][]string, values map[string]int64) {
+func chains(t testing.TB, rows []querytest.FlameRow) (paths map[string][]string, values map[string]int64) {
 	t.Helper()
 	paths, values = map[string][]string{}, map[string]int64{}
 	var marker string
 	for _, r := range rows {
-		switch r.level {
+		switch r.Level {
 		case 0:
 		case 1:
-			marker = r.label
-			values[marker] = r.value
+			marker = r.Label
+			values[marker] = r.Value
 			paths[marker] = []string{}
 		default:
-			require.Len(t, paths[marker], int(r.level)-2, "marker %s: one chain", marker)
-			paths[marker] = append(paths[marker], r.label)
+			require.Len(t, paths[marker], int(r.Level)-2, "marker %s: one chain", marker)
+			paths[marker] = append(paths[marker], r.Label)
 		}
 	}
 	return paths, values

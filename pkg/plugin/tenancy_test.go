@@ -21,6 +21,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
 	"github.com/flamehouse/flamehouse/pkg/ingest"
@@ -75,7 +76,7 @@ func TestTenantUserDatasource(t *testing.T) {
 	renameService(reqB, "only-in-b")
 	sendAs(t, in.HTTPAddress(), "token-a", reqA)
 	sendAs(t, in.HTTPAddress(), "token-b", reqB)
-	_, _, sumA := expectedTop(batchA, cpuOnly)
+	_, _, sumA := querytest.Top(batchA, cpuOnly)
 	require.NotZero(t, sumA)
 
 	settings := func(user, tenant string) map[string]any {

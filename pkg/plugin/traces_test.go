@@ -255,7 +255,7 @@ func flameRoot(t *testing.T, ds *Datasource, q map[string]any, from, to time.Tim
 	if frames[0].Rows() == 0 {
 		return 0
 	}
-	return flameRows(t, frames[0])[0].value
+	return flameRows(t, frames[0])[0].Value
 }
 
 // followLink runs an internal link's query through QueryData over a time
@@ -293,7 +293,7 @@ func rootValue(t *testing.T, f *data.Frame) int64 {
 	if len(rows) == 0 {
 		return 0
 	}
-	return rows[0].value
+	return rows[0].Value
 }
 
 // traceFrameColumns are the trace frame's columns (Grafana's, as Tempo
@@ -442,7 +442,7 @@ func TestTraceFrameMarksSpansWithProfiles(t *testing.T) {
 					continue
 				}
 				rows := flameRows(t, frames[0])
-				require.Equal(t, want, rows[0].value, "%s: the span's CPU time", s.name)
+				require.Equal(t, want, rows[0].Value, "%s: the span's CPU time", s.name)
 			}
 		})
 	}
@@ -604,7 +604,7 @@ func TestSpansRankByProfileValue(t *testing.T) {
 					}, links[0].Internal.Query)
 					require.Equal(t, &data.TimeRange{From: from, To: to}, links[0].Internal.Range)
 					top := followLink(t, ds, links[0], got[0].span, links[0].Internal.Range.From, links[0].Internal.Range.To)
-					require.Equal(t, got[0].value, flameRows(t, top[0])[0].value, "the link opens the span's flame graph")
+					require.Equal(t, got[0].value, flameRows(t, top[0])[0].Value, "the link opens the span's flame graph")
 				})
 			}
 		})

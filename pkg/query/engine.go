@@ -279,62 +279,6 @@ func (e *Engine) SeriesPoints(ctx context.Context, r *Request) ([]SeriesGroup, e
 	return acc.points(), nil
 }
 
-// flamehouseLayout reads Flamehouse's tables: sums per stack id from the
-// samples table or its rollups, then stacks and frames by id (cached).
-type flamehouseLayout struct {
-	e *Engine
-	// keys are the request's sample attribute keys, looked up once.
-	keys map[string]bool
-}
-
-func (l *flamehouseLayout) sampleKeys(ctx context.Context, r *Request) (map[string]bool, error) {
-	if l.keys == nil {
-		keys, err := l.e.sampleKeys(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		l.keys = keys
-	}
-	return l.keys, nil
-}
-
-func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue, *frameNames, error) {
-	keys, err := l.sampleKeys(ctx, r)
-	if err != nil {
-		return nil, nil, err
-	}
-	sym := l.e.symbols()
-	stacks, groups, f, err := l.e.stacks(ctx, r, keys, sym)
-	if err != nil {
-		return nil, nil, err
-	}
-	names, natives, err := l.e.frameLabels(ctx, f, stacks, sym, r.Lines)
-	if err != nil {
-		return nil, nil, err
-	}
-	names.groups, names.groupValues = groups.names(), groups.valuesOf()
-	res, err := l.e.resolution(ctx, natives)
-	if err != nil {
-		return nil, nil, err
-	}
-	res.name(natives, names, r.Lines)
-	if r.details {
-		if names.details, err = l.e.frameDetails(ctx, f, names.dense.ids); err != nil {
-			return nil, nil, err
-		}
-		res.inlineLevels(natives, names.details)
-	}
-	return stacks, names, nil
-}
-
-func (l *flamehouseLayout) series(ctx context.Context, r *Request, acc *seriesAccumulator) error {
-	keys, err := l.sampleKeys(ctx, r)
-	if err != nil {
-		return err
-	}
-	return l.e.series(ctx, r, keys, acc)
-}
-
 // sampleKeys finds which attribute keys of the request's labels are
 // sample attributes in its time range; the others are read from the
 // series.
