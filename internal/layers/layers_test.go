@@ -34,9 +34,9 @@ var layers = [][]string{
 	// profiler's harness.
 	{"pkg/chembed", "pkg/otlphttp", "pkg/pprofconv", "pkg/ingest/writer", "internal/profilegen", "internal/ebpfagent"},
 	// What reads the tables, the ingest's shared path (decode, convert,
-	// write), the tests' ClickHouse.
+	// write), the tests' ClickHouse and their oracle of query answers.
 	{
-		"pkg/symbols", "pkg/selftrace/tracetable", "pkg/ingest/pipeline", "internal/chtest",
+		"pkg/symbols", "pkg/selftrace/tracetable", "pkg/ingest/pipeline", "internal/chtest", "internal/querytest",
 	},
 	// The parts of the services.
 	{
@@ -52,8 +52,8 @@ var layers = [][]string{
 	// Integration tests of their own, which run the programs and their
 	// peers from outside.
 	{
-		"internal/integration/ebpfagent", "internal/integration/pyroscopeapi", "internal/integration/plugin",
-		"internal/integration/peer",
+		"internal/integration/ebpfagent", "internal/integration/pyroscopeapi", "internal/integration/query",
+		"internal/integration/plugin", "internal/integration/peer",
 	},
 }
 
@@ -64,7 +64,7 @@ var layers = [][]string{
 var harnesses = []string{
 	"internal/chtest", "internal/otelcoltest", "internal/nativebin", "internal/pproftest", "internal/profilegen",
 	"internal/otlpbuild", "internal/ebpfagent", "internal/pyroscopetest", "internal/harness", "internal/benchmem",
-	"internal/plugintest",
+	"internal/plugintest", "internal/querytest",
 }
 
 // integration is the prefix of the integration tests' packages, whose

@@ -8,6 +8,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/plugin"
 )
 
@@ -22,39 +23,6 @@ func RequireOK(t *testing.T, r backend.DataResponse) data.Frames {
 	return r.Frames
 }
 
-// FlameRow is a row of a flame graph frame: its level, value, self and
-// label.
-type FlameRow struct {
-	Level, Value, Self int64
-	Label              string
-}
-
-// FlameRows reads a flame graph frame whose values are nanoseconds.
-func FlameRows(t testing.TB, f *data.Frame) []FlameRow {
-	t.Helper()
-	return FlameRowsIn(t, f, "ns")
-}
-
-// FlameRowsIn reads a flame graph frame whose values are in unit.
-func FlameRowsIn(t testing.TB, f *data.Frame, unit string) []FlameRow {
-	t.Helper()
-	require.Equal(t, "response", f.Name)
-	require.Equal(t, data.VisType(data.VisTypeFlameGraph), f.Meta.PreferredVisualization)
-	level, value, self, label := f.Fields[0], f.Fields[1], f.Fields[2], f.Fields[3]
-	require.Equal(t, []string{"level", "value", "self", "label"}, []string{level.Name, value.Name, self.Name, label.Name})
-	require.Equal(t, unit, value.Config.Unit)
-	names := label.Config.TypeConfig.Enum.Text
-	rows := make([]FlameRow, f.Rows())
-	for i := range rows {
-		lv, _ := level.ConcreteAt(i)
-		v, _ := value.ConcreteAt(i)
-		s, _ := self.ConcreteAt(i)
-		l, _ := label.ConcreteAt(i)
-		rows[i] = FlameRow{Level: lv.(int64), Value: v.(int64), Self: s.(int64), Label: names[l.(data.EnumItemIndex)]} // the field types are checked by the SDK
-	}
-	return rows
-}
-
 // FlameRoot is a flame graph query's total (0 without data).
 func FlameRoot(t *testing.T, ds *plugin.Datasource, q map[string]any, from, to time.Time) int64 {
 	t.Helper()
@@ -62,13 +30,13 @@ func FlameRoot(t *testing.T, ds *plugin.Datasource, q map[string]any, from, to t
 	if frames[0].Rows() == 0 {
 		return 0
 	}
-	return FlameRows(t, frames[0])[0].Value
+	return querytest.FlameRows(t, frames[0], "ns")[0].Value
 }
 
 // RequireSameFrames compares two flame graph frames node by node.
 func RequireSameFrames(t testing.TB, want, got *data.Frame) {
 	t.Helper()
-	require.Equal(t, FlameRows(t, want), FlameRows(t, got))
+	require.Equal(t, querytest.FlameRows(t, want, "ns"), querytest.FlameRows(t, got, "ns"))
 }
 
 // FlameRootValue is a flame graph response's root value.

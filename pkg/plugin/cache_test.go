@@ -18,6 +18,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
 	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/query"
@@ -132,7 +133,7 @@ func TestClosedRangesAreCached(t *testing.T) {
 	at := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
 	req, batch := plugintest.Report(t, at)
 	f.send(t, req)
-	_, _, total := plugintest.ExpectedTop(batch, plugintest.CPUOnly)
+	_, _, total := querytest.Top(batch, plugintest.CPUOnly)
 	from, to := at.Add(-time.Minute), at.Add(5*time.Minute)
 	mode := f.ds.Cache().ModeInUse(context.Background(), rec.Conn)
 
@@ -150,7 +151,7 @@ func TestClosedRangesAreCached(t *testing.T) {
 		first[i] = plugintest.RequireOK(t, dashboardQuery(t, f.ds, dashboard+"-first", q, from, to))
 		require.True(t, readsSamples(rec.take()), "%v: the first query reads the samples", q["queryType"])
 	}
-	require.Equal(t, total, plugintest.FlameRows(t, first[0][0])[0].Value)
+	require.Equal(t, total, querytest.FlameRows(t, first[0][0], "ns")[0].Value)
 	for i, q := range queries {
 		again := plugintest.RequireOK(t, dashboardQuery(t, f.ds, dashboard+"-again", q, from, to))
 		sameFrames(t, first[i], again)
@@ -185,7 +186,7 @@ func TestClosedRangesAreCached(t *testing.T) {
 	// has passed (answers are invalidated by time only).
 	late, lateBatch := plugintest.Report(t, at.Add(2*time.Minute))
 	f.send(t, late)
-	_, _, lateTotal := plugintest.ExpectedTop(lateBatch, plugintest.CPUOnly)
+	_, _, lateTotal := querytest.Top(lateBatch, plugintest.CPUOnly)
 	require.Equal(t, total, plugintest.FlameRoot(t, f.ds, queries[0], from, to), "within the TTL")
 	clock = clock.Add(301 * time.Second)
 	require.Equal(t, total+lateTotal, plugintest.FlameRoot(t, f.ds, queries[0], from, to), "after the TTL")
@@ -214,7 +215,7 @@ func sumCPU(t *testing.T, req *collectorpb.ExportProfilesServiceRequest) int64 {
 	res, err := convert.Convert(req, convert.DefaultOptions(""))
 	require.NoError(t, err)
 	require.Empty(t, res.Rejected)
-	_, _, sum := plugintest.ExpectedTop(res.Batch, plugintest.CPUOnly)
+	_, _, sum := querytest.Top(res.Batch, plugintest.CPUOnly)
 	return sum
 }
 
@@ -239,7 +240,7 @@ func TestCacheModes(t *testing.T) {
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	req, batch := plugintest.Report(t, at)
 	f.send(t, req)
-	_, _, total := plugintest.ExpectedTop(batch, plugintest.CPUOnly)
+	_, _, total := querytest.Top(batch, plugintest.CPUOnly)
 	q := map[string]any{"profileTypeId": plugintest.CPUType}
 	for name, profiles := range map[string]map[string]any{
 		"clickhouse": {"cache": "clickhouse"}, "off": {"cache": "off"}, "no ttl": {"cache": "auto", "cacheTtl": "0"},

@@ -52,12 +52,14 @@ type Engine struct {
 var ErrInvalidQuery = errors.New("invalid query")
 
 // idsPerLookup bounds the stack or frame ids of one lookup (they travel as
-// a parameter in the request line); past byServiceAbove missing ids of
-// known services, all of the services' stacks or frames are read instead.
-const (
-	idsPerLookup   = 10000
-	byServiceAbove = 1000
-)
+// a parameter in the request line). Past it, when the services are known,
+// all of the services' stacks or frames are read in one query instead: a
+// query that misses that many reads most of them anyway. Below it the
+// lookup reads only the ids asked for, so that a narrow query on a cold
+// cache (one pod of a service) does not read the whole service's
+// dictionaries: in the dense workload of docs/performance.md a pod's
+// 1,497 stacks against the service's 35,123.
+const idsPerLookup = 10000
 
 // Run answers a request with its frames: from the cache when its range is
 // closed (see Cache).
@@ -275,62 +277,6 @@ func (e *Engine) SeriesPoints(ctx context.Context, r *Request) ([]SeriesGroup, e
 		return nil, err
 	}
 	return acc.points(), nil
-}
-
-// flamehouseLayout reads Flamehouse's tables: sums per stack id from the
-// samples table or its rollups, then stacks and frames by id (cached).
-type flamehouseLayout struct {
-	e *Engine
-	// keys are the request's sample attribute keys, looked up once.
-	keys map[string]bool
-}
-
-func (l *flamehouseLayout) sampleKeys(ctx context.Context, r *Request) (map[string]bool, error) {
-	if l.keys == nil {
-		keys, err := l.e.sampleKeys(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		l.keys = keys
-	}
-	return l.keys, nil
-}
-
-func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue, *frameNames, error) {
-	keys, err := l.sampleKeys(ctx, r)
-	if err != nil {
-		return nil, nil, err
-	}
-	sym := l.e.symbols()
-	stacks, groups, f, err := l.e.stacks(ctx, r, keys, sym)
-	if err != nil {
-		return nil, nil, err
-	}
-	names, natives, err := l.e.frameLabels(ctx, f, stacks, sym, r.Lines)
-	if err != nil {
-		return nil, nil, err
-	}
-	names.groups, names.groupValues = groups.names(), groups.valuesOf()
-	res, err := l.e.resolution(ctx, natives)
-	if err != nil {
-		return nil, nil, err
-	}
-	res.name(natives, names, r.Lines)
-	if r.details {
-		if names.details, err = l.e.frameDetails(ctx, f, names.dense.ids); err != nil {
-			return nil, nil, err
-		}
-		res.inlineLevels(natives, names.details)
-	}
-	return stacks, names, nil
-}
-
-func (l *flamehouseLayout) series(ctx context.Context, r *Request, acc *seriesAccumulator) error {
-	keys, err := l.sampleKeys(ctx, r)
-	if err != nil {
-		return err
-	}
-	return l.e.series(ctx, r, keys, acc)
 }
 
 // sampleKeys finds which attribute keys of the request's labels are
@@ -862,13 +808,13 @@ func (e *Engine) stackFrames(ctx context.Context, f *filter, ids []uint64, sym *
 }
 
 // lookup loads the symbols of missing ids: all symbols of the filter's
-// services in one query when there are many (load(nil)), else the ids in
-// chunks that fit a query parameter.
+// services in one query when there are more than fit one query parameter
+// (load(nil)), else the ids in chunks that fit one.
 func lookup(f *filter, missing []uint64, load func(ids []uint64) error) error {
 	switch {
 	case len(missing) == 0:
 		return nil
-	case len(f.services) > 0 && len(missing) > byServiceAbove:
+	case len(f.services) > 0 && len(missing) > idsPerLookup:
 		return load(nil)
 	}
 	slices.Sort(missing)

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,4 +41,45 @@ func TestQueryTypes(t *testing.T) {
 	require.Equal(t, TypeProfile, r.Type, "the default")
 	require.EqualError(t, r.setType("flame"),
 		`queryType "flame" is not one of profile, metrics, both, table, traces, spans, diff, executables, profiles`)
+}
+
+// TestLookupReadsOnlyWhatItMisses: a lookup of up to idsPerLookup missing
+// ids reads those ids, sorted, in one query, whether or not the services
+// are known; past it, with known services, it reads the services' whole
+// dictionary in one query (load(nil)), and without them the ids in chunks.
+func TestLookupReadsOnlyWhatItMisses(t *testing.T) {
+	ids := func(n int) []uint64 {
+		out := make([]uint64, n)
+		for i := range out {
+			out[i] = uint64(n - i) // descending: lookup sorts
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		services []string
+		missing  int
+		want     []int // ids per load; -1 for load(nil)
+	}{
+		{"none", []string{"checkout"}, 0, nil},
+		{"a pod's stacks", []string{"checkout"}, 1497, []int{1497}},
+		{"one parameter's worth", []string{"checkout"}, idsPerLookup, []int{idsPerLookup}},
+		{"more, service known", []string{"checkout"}, idsPerLookup + 1, []int{-1}},
+		{"more, service unknown", nil, idsPerLookup + 1, []int{idsPerLookup, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int
+			err := lookup(&filter{services: tc.services}, ids(tc.missing), func(chunk []uint64) error {
+				if chunk == nil {
+					got = append(got, -1)
+					return nil
+				}
+				require.True(t, slices.IsSorted(chunk), "ids are read sorted")
+				got = append(got, len(chunk))
+				return nil
+			})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
 }

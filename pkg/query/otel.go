@@ -414,3 +414,114 @@ func (l *otelLayout) labelValues(ctx context.Context, s Scope, label string) ([]
 	q := "SELECT DISTINCT " + otelLabel(&p, label) + " AS v FROM " + l.table + " WHERE " + l.scopeWhere(&p, s)
 	return l.e.strings(ctx, "SELECT v FROM ("+q+") WHERE v != '' ORDER BY v LIMIT "+p.i64(maxLabelValues), &p)
 }
+
+// otelExecutablesSQL sums the exporter's rows per mapping file (a row
+// counted once per file), with the latest time each was seen and the
+// selection's total.
+func (l *otelLayout) executablesSQL(p *params, r *Request) string {
+	where, value := l.requestWhere(p, r, r.From.Unix())
+	totalWhere, totalValue := l.requestWhere(p, r, r.From.Unix())
+	return "SELECT m, sum(v), toInt64(max(t)), (SELECT sum(" + totalValue + ") FROM " + l.table + " WHERE " + totalWhere + ") FROM (" +
+		"SELECT arrayJoin(arrayDistinct(arrayFilter(x -> x != '', MappingFileNames))) AS m, " + value + " AS v, toUnixTimestamp(Timestamp) AS t FROM " +
+		l.table + " WHERE " + where + ") GROUP BY m"
+}
+
+// otelExeFramesSQL counts the distinct frames (function, file, address)
+// of each mapping file and those the sender named, and lists the
+// addresses of the unnamed frames of resolvable files.
+func (l *otelLayout) exeFramesSQL(p *params, r *Request, resolvable []string) string {
+	where, _ := l.requestWhere(p, r, r.From.Unix())
+	unnamed := "f = '' AND fl = ''"
+	addresses := "CAST([] AS Array(UInt64))"
+	if len(resolvable) > 0 {
+		addresses = "groupUniqArrayIf(a, " + unnamed + " AND has(" + p.add("Array(String)", stringArray(resolvable)) + ", basename(m)))"
+	}
+	return "SELECT m, toInt64(uniqExact((f, fl, a))), toInt64(uniqExactIf((f, fl, a), NOT (" + unnamed + "))), " + addresses + " FROM " + l.table +
+		" ARRAY JOIN FunctionNames AS f, FileNames AS fl, MappingFileNames AS m, Addresses AS a WHERE " + where + " AND m != '' GROUP BY m"
+}
+
+func (l *otelLayout) executables(ctx context.Context, r *Request) (*executableSums, error) {
+	files, err := l.resolvableFiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &executableSums{byFile: true, stored: map[string]*executable{}}
+	sums := map[string]*exeSum{}
+	var p params
+	rows, err := l.e.read(ctx, r, l.executablesSQL(&p, r), p.args)
+	if err != nil {
+		return nil, fmt.Errorf("sum samples per mapping file: %w", err)
+	}
+	defer closeRows(rows)
+	for rows.Next() {
+		s := &exeSum{}
+		if err := rows.Scan(&s.key.file, &s.value, &s.lastSeen, &out.total); err != nil {
+			return nil, err
+		}
+		s.file = s.key.file
+		if x := files[path.Base(s.key.file)]; x != nil {
+			s.key.buildID = x.buildID
+			out.stored[x.buildID] = x
+		}
+		sums[s.key.file] = s
+		out.exes = append(out.exes, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var q params
+	frows, err := l.e.read(ctx, r, l.exeFramesSQL(&q, r, names), q.args)
+	if err != nil {
+		return nil, fmt.Errorf("count frames per mapping file: %w", err)
+	}
+	defer closeRows(frows)
+	natives := map[uint64]nativeFrame{}
+	var owners []*exeSum
+	for frows.Next() {
+		var file string
+		var frames, named int64
+		var addresses []uint64
+		if err := frows.Scan(&file, &frames, &named, &addresses); err != nil {
+			return nil, err
+		}
+		s := sums[file]
+		if s == nil {
+			continue
+		}
+		s.frames, s.named = frames, named
+		if x := files[path.Base(file)]; x != nil {
+			for _, a := range addresses {
+				natives[uint64(len(owners))] = nativeFrame{buildID: x.buildID, address: a}
+				owners = append(owners, s)
+			}
+		}
+	}
+	if err := frows.Err(); err != nil {
+		return nil, err
+	}
+	if len(natives) > 0 {
+		tables, err := l.e.tablesFor(ctx, out.stored)
+		if err != nil {
+			return nil, err
+		}
+		res := &resolution{exes: out.stored, tables: tables}
+		for i, n := range natives {
+			if t, _ := res.lookup(n); t != nil {
+				owners[i].resolved++
+			}
+		}
+	}
+	return out, nil
+}
+
+func (l *otelLayout) spans(ctx context.Context, r *Request) ([]spanValue, int64, error) {
+	var p params
+	where, value := l.requestWhere(&p, r, r.From.Unix())
+	source := "SELECT SpanId, TraceId, ServiceName, " + value + " AS Value FROM " + l.table + " WHERE " + where
+	return scanSpans(ctx, l.e, r, spansSQL(&p, source, r.Limit), &p)
+}

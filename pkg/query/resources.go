@@ -31,40 +31,6 @@ type Scope struct {
 	Matchers []selector.Matcher
 }
 
-// scopeConds renders the conditions of a scope on a table keyed by
-// service (the catalogs): time, profile type and service matchers.
-func (l *flamehouseLayout) scopeConds(p *params, s Scope) string {
-	conds := []string{
-		"TenantId = " + p.str(l.e.Tenant), "Hour >= toStartOfHour(toDateTime(" + p.i64(s.From.Unix()) + "))",
-		"Hour < toDateTime(" + p.i64(ceilSecond(s.To)) + ")",
-	}
-	if s.ProfileType != "" {
-		conds = append(conds, "ProfileType = "+p.str(s.ProfileType))
-	}
-	for i := range s.Matchers {
-		if m := &s.Matchers[i]; isServiceName(m.Name) {
-			conds = append(conds, compare(p, "ServiceName", m))
-		}
-	}
-	return strings.Join(conds, " AND ")
-}
-
-// catalogConds adds to scopeConds the series that the other matchers
-// select by resource attributes (on the series catalog).
-func (l *flamehouseLayout) catalogConds(p *params, s Scope) string {
-	c := l.scopeConds(p, s)
-	var resource []string
-	for i := range s.Matchers {
-		if m := &s.Matchers[i]; !isServiceName(m.Name) {
-			resource = append(resource, resourceCond(p, m))
-		}
-	}
-	if len(resource) > 0 {
-		c += " AND SeriesId IN (" + seriesSubquery(p, l.e.Tables, l.e.Tenant, resource) + ")"
-	}
-	return c
-}
-
 // ProfileTypes lists the profile types with data in the range.
 func (e *Engine) ProfileTypes(ctx context.Context, s Scope) ([]ProfileTypeInfo, error) {
 	s.ProfileType = ""
@@ -115,44 +81,6 @@ func (e *Engine) LabelValues(ctx context.Context, s Scope, label string) ([]stri
 		return e.Services(ctx, s)
 	}
 	return e.layout().labelValues(ctx, s, label)
-}
-
-func (l *flamehouseLayout) profileTypes(ctx context.Context, s Scope) ([]string, error) {
-	var p params
-	return l.e.strings(ctx, "SELECT DISTINCT ProfileType FROM "+l.e.Tables.Qualified(schema.Catalog)+" WHERE "+l.catalogConds(&p, s), &p)
-}
-
-func (l *flamehouseLayout) services(ctx context.Context, s Scope) ([]string, error) {
-	var p params
-	return l.e.strings(ctx, "SELECT DISTINCT ServiceName FROM "+l.e.Tables.Qualified(schema.Catalog)+" WHERE "+l.catalogConds(&p, s)+
-		" ORDER BY ServiceName LIMIT "+p.i64(maxLabelValues), &p)
-}
-
-func (l *flamehouseLayout) labelKeys(ctx context.Context, s Scope) ([]string, error) {
-	var p params
-	e := l.e
-	q := "SELECT DISTINCT arrayJoin(mapKeys(ResourceAttributes)) FROM " + e.Tables.Qualified(schema.Series) +
-		" WHERE TenantId = " + p.str(e.Tenant) + " AND SeriesId IN (SELECT SeriesId FROM " + e.Tables.Qualified(schema.Catalog) +
-		" WHERE " + l.catalogConds(&p, s) + ") UNION DISTINCT SELECT DISTINCT Key FROM " + e.Tables.Qualified(schema.SampleLabels) +
-		" WHERE " + l.scopeConds(&p, s)
-	return e.strings(ctx, q, &p)
-}
-
-func (l *flamehouseLayout) labelValues(ctx context.Context, s Scope, label string) ([]string, error) {
-	var p params
-	e := l.e
-	inScope := " WHERE TenantId = " + p.str(e.Tenant) + " AND SeriesId IN (SELECT SeriesId FROM " + e.Tables.Qualified(schema.Catalog) +
-		" WHERE " + l.catalogConds(&p, s) + ")"
-	var q string
-	if col := promotedColumns[labelName(label)]; col != "" {
-		q = "SELECT DISTINCT " + col + " AS v FROM " + e.Tables.Qualified(schema.Series) + inScope + " AND v != ''"
-	} else {
-		keys := attributeKeys(label)
-		q = "SELECT DISTINCT " + mapValue(&p, "ResourceAttributes", keys) + " AS v FROM " + e.Tables.Qualified(schema.Series) + inScope +
-			" AND v != '' UNION DISTINCT SELECT DISTINCT Value AS v FROM " + e.Tables.Qualified(schema.SampleLabels) +
-			" WHERE " + l.scopeConds(&p, s) + " AND Key IN (" + strList(&p, keys) + ")"
-	}
-	return e.strings(ctx, "SELECT v FROM ("+q+") ORDER BY v LIMIT "+p.i64(maxLabelValues), &p)
 }
 
 // strList binds strings as a comma-separated list of parameters.

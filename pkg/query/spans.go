@@ -51,24 +51,6 @@ func scanSpans(ctx context.Context, e *Engine, r *Request, q string, p *params) 
 	return out, total, rows.Err()
 }
 
-func (l *flamehouseLayout) spans(ctx context.Context, r *Request) ([]spanValue, int64, error) {
-	keys, err := l.sampleKeys(ctx, r)
-	if err != nil {
-		return nil, 0, err
-	}
-	var p params
-	f := buildFilter(&p, l.e.Tables, l.e.Tenant, r, keys)
-	segs := plan(r.From.Unix(), ceilSecond(r.To), bySample, 1)
-	return scanSpans(ctx, l.e, r, spansSQL(&p, union(&p, l.e.Tables, f, segs, "SpanId, TraceId, ServiceName, Value"), r.Limit), &p)
-}
-
-func (l *otelLayout) spans(ctx context.Context, r *Request) ([]spanValue, int64, error) {
-	var p params
-	where, value := l.requestWhere(&p, r, r.From.Unix())
-	source := "SELECT SpanId, TraceId, ServiceName, " + value + " AS Value FROM " + l.table + " WHERE " + where
-	return scanSpans(ctx, l.e, r, spansSQL(&p, source, r.Limit), &p)
-}
-
 // spanInfo is what the spans table says about a span.
 type spanInfo struct {
 	name, service string

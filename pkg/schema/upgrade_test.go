@@ -3,6 +3,7 @@ package schema_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,7 +189,7 @@ func TestUpgradeToVersion5(t *testing.T) {
 		FROM numbers(600)`, cfg.Qualified(schema.Samples), base.Unix())))
 	before := snapshot(t, conn, cfg)
 
-	report, err := m.Migrate(ctx)
+	report, err := m.MigrateTo(ctx, 5)
 	require.NoError(t, err)
 	require.Equal(t, []string{"0005_profiles"}, report.Applied)
 	require.Equal(t, before, snapshot(t, conn, cfg), "the samples and rollups are untouched")
@@ -202,4 +203,108 @@ func TestUpgradeToVersion5(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, "SELECT Timestamp, Events FROM "+cfg.Qualified(schema.Profiles)).Scan(&at, &events))
 	require.Equal(t, base.UnixNano()+123, at.UnixNano(), "nanoseconds kept")
 	require.Equal(t, uint64(200), events)
+}
+
+// podSumsBySeriesProjection sums each pod's values in a by-series rollup
+// through its by_series projection: ClickHouse refuses the query when it
+// does not read it (force_optimize_projection_name). The pod's series are
+// looked up first: the setting applies to every read of a query, the
+// series lookup's too.
+func podSumsBySeriesProjection(t *testing.T, conn clickhouse.Conn, cfg schema.Config, table string, pods []string) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
+	forced := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{
+		"optimize_use_projections": 1, "force_optimize_projection_name": "by_series",
+	}))
+	out := map[string]int64{}
+	for _, pod := range pods {
+		var series []uint64
+		require.NoError(t, conn.QueryRow(ctx, "SELECT groupArray(SeriesId) FROM "+cfg.Qualified(schema.Series)+
+			" WHERE TenantId = 't1' AND K8sPodName = ?", pod).Scan(&series))
+		var v int64
+		require.NoError(t, conn.QueryRow(forced, podFilterSQL(cfg, table, "?"), series).Scan(&v),
+			"%s, pod %s, through the by_series projection", table, pod)
+		out[pod] = v
+	}
+	return out
+}
+
+// podFilterSQL sums a rollup's values of the series in a set, as the
+// datasource filters by a label.
+func podFilterSQL(cfg schema.Config, table, series string) string {
+	return fmt.Sprintf(`SELECT toInt64(sum(Value)) FROM %s WHERE TenantId = 't1' AND ServiceName = 'checkout'
+		AND ProfileType = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds' AND SeriesId IN (%s)`, cfg.Qualified(table), series)
+}
+
+// readsBySeries reports whether ClickHouse's plan for a pod filter as the
+// datasource writes it (the pod's series by subquery) reads the by_series
+// projection.
+func readsBySeries(t *testing.T, conn clickhouse.Conn, cfg schema.Config, table string) bool {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), "EXPLAIN "+podFilterSQL(cfg, table,
+		"SELECT SeriesId FROM "+cfg.Qualified(schema.Series)+" WHERE TenantId = 't1' AND K8sPodName = 'checkout-1'"))
+	require.NoError(t, err)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		plan = append(plan, line)
+	}
+	require.NoError(t, rows.Err())
+	return strings.Contains(strings.Join(plan, "\n"), "ReadFromMergeTree (by_series)")
+}
+
+// TestUpgradeToVersion6 upgrades a version 4 database with samples of four
+// pods in place to version 6: every row, rollup and label filter answers
+// as before, and the by-series rollups answer a pod filter through their
+// by_series projection with the raw table's sums — for the parts written
+// before the upgrade (built by the migration's mutation), after merging
+// them, and for rows written after it.
+func TestUpgradeToVersion6(t *testing.T) {
+	conn, cfg, m := atVersion(t, 4)
+	ctx := context.Background()
+	require.False(t, readsBySeries(t, conn, cfg, schema.SamplesMinute), "version 4 has no by_series projection")
+	base := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	insert := func(from time.Time, n int) {
+		require.NoError(t, conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value,
+			TraceId, SpanId, SampleAttributes)
+			SELECT toDateTime(%d) + intDiv(number, 40), 't1', 'checkout', 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', cityHash64(number %% 4999),
+				cityHash64(number %% 4), toInt64(1 + number %% 7), '', '', map()
+			FROM numbers(%d)`, cfg.Qualified(schema.Samples), from.Unix(), n)))
+	}
+	// Two hours at 40 rows a second over 4,999 stacks: each by-series
+	// rollup holds several granules (the hour's some 40k rows), so that
+	// reading one pod's series through the projection reads fewer of them
+	// than the table's own order (ClickHouse picks a projection only then).
+	insert(base, 40*7200)
+	require.NoError(t, conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (TenantId, ServiceName, SeriesId, ResourceAttributes, LastSeen)
+		SELECT 't1', 'checkout', cityHash64(number), map('k8s.pod.name', concat('checkout-', toString(number))), today()
+		FROM numbers(4)`, cfg.Qualified(schema.Series))))
+	before := snapshot(t, conn, cfg)
+	require.Len(t, before.PodSums, 4)
+	pods := make([]string, 0, len(before.PodSums))
+	for pod := range before.PodSums {
+		pods = append(pods, pod)
+	}
+
+	report, err := m.Migrate(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0005_profiles", "0006_series_projections"}, report.Applied)
+	waitForMutations(t, conn, cfg.Database)
+	require.Equal(t, before, snapshot(t, conn, cfg), "after the upgrade's mutations")
+	for _, table := range []string{schema.SamplesMinute, schema.SamplesHour} {
+		require.True(t, readsBySeries(t, conn, cfg, table), "%s: a pod filter reads the by_series projection", table)
+		require.Equal(t, before.PodSums, podSumsBySeriesProjection(t, conn, cfg, table, pods), "%s: the parts written before the upgrade", table)
+	}
+
+	insert(base, 40*600) // the same seconds again: rows that merge with the old ones
+	after := snapshot(t, conn, cfg)
+	require.NotEqual(t, before.PodSums, after.PodSums)
+	for _, table := range []string{schema.SamplesMinute, schema.SamplesHour} {
+		require.Equal(t, after.PodSums, podSumsBySeriesProjection(t, conn, cfg, table, pods), "%s: old and new parts", table)
+		require.NoError(t, conn.Exec(ctx, "OPTIMIZE TABLE "+cfg.Qualified(table)+" FINAL"))
+		require.Equal(t, after.PodSums, podSumsBySeriesProjection(t, conn, cfg, table, pods), "%s: merged (the projection rebuilt)", table)
+	}
+	require.Equal(t, after, snapshot(t, conn, cfg), "merging changes no answer")
 }

@@ -57,7 +57,7 @@ func withoutMarks(fns []flame.Function) []flame.Function {
 
 // pprofTop is a pprof profile's top functions (by self, then total, then
 // label; limit > 0 keeps that many) of its first sample type, with frames
-// labelled as the datasource labels them (frameLabelSQL, and functionLabel
+// labelled as the datasource labels them (frameLabelSQL, and querytest.FunctionLabel
 // in its tests): a line by its function's name, else its system name; a
 // location without lines (an unsymbolized frame) by its mapping's file,
 // "[libc.so.6]", else its address. A location's lines are its frames,

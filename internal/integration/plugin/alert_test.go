@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/plugintest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/plugin"
 )
 
@@ -246,7 +247,7 @@ func TestFunctionFilterOnFlameGraphs(t *testing.T) {
 				if frames[0].Rows() == 0 {
 					return 0
 				}
-				return plugintest.FlameRowsIn(t, frames[0], "bytes")[0].Value
+				return querytest.FlameRows(t, frames[0], "bytes")[0].Value
 			}
 			require.Equal(t, all, root(nil))
 			require.Equal(t, cache, root(map[string]any{"function": "cache"}))

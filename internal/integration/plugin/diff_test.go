@@ -20,6 +20,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/pproftest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
@@ -354,7 +355,7 @@ func TestDiffTruncationKeepsWhatGrew(t *testing.T) {
 	sel := `{service_name="truncsvc"}`
 	from, to := at.Add(-time.Minute), at.Add(4*time.Minute)
 	for name, rng := range map[string][2]time.Time{"before": {from.Add(-time.Hour), to.Add(-time.Hour)}, "after": {from, to}} {
-		rows := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": plugintest.CPUType, "labelSelector": sel, "maxNodes": maxNodes}, rng[0], rng[1]))[0])
+		rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": plugintest.CPUType, "labelSelector": sel, "maxNodes": maxNodes}, rng[0], rng[1]))[0], "ns")
 		require.LessOrEqual(t, len(rows), maxNodes, name)
 		others := 0
 		for _, r := range rows {

@@ -8,12 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/plugintest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 )
 
 // pathRows indexes flame graph rows by their label path from the root's
 // children ("a;b;c"), "other" rows by their parent's path plus ";other".
-func pathRows(rows []plugintest.FlameRow) map[string]plugintest.FlameRow {
-	out := map[string]plugintest.FlameRow{}
+func pathRows(rows []querytest.FlameRow) map[string]querytest.FlameRow {
+	out := map[string]querytest.FlameRow{}
 	var path []string
 	for _, r := range rows[1:] {
 		path = append(path[:r.Level-1], r.Label)
@@ -26,7 +27,7 @@ func pathRows(rows []plugintest.FlameRow) map[string]plugintest.FlameRow {
 // "other" child in the truncated rows (plain), whose subtree in the
 // untruncated rows (full) is the smallest of at least two nodes, and that
 // size.
-func smallestFoldedParent(full, plain map[string]plugintest.FlameRow) (parent string, smallest int) {
+func smallestFoldedParent(full, plain map[string]querytest.FlameRow) (parent string, smallest int) {
 	size := func(p string) int {
 		n := 0
 		for path := range full {
@@ -59,9 +60,9 @@ func TestFocusPathOpensOther(t *testing.T) {
 	req, _ := plugintest.Report(t, at)
 	f.send(t, req)
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
-	query := func(q map[string]any) []plugintest.FlameRow {
+	query := func(q map[string]any) []querytest.FlameRow {
 		q["profileTypeId"] = plugintest.CPUType
-		return plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
+		return querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0], "ns")
 	}
 	full := pathRows(query(map[string]any{"maxNodes": 1 << 20}))
 	const budget = 60
@@ -112,7 +113,7 @@ func TestFocusPathOpensOther(t *testing.T) {
 
 	resp := f.query(t, map[string]any{"profileTypeId": plugintest.CPUType, "maxNodes": budget, "focusPath": []string{"no such function"}}, from, to)
 	frames := plugintest.RequireOK(t, resp)
-	require.Equal(t, plainRows, plugintest.FlameRows(t, frames[0]), "a path the answer does not have changes nothing")
+	require.Equal(t, plainRows, querytest.FlameRows(t, frames[0], "ns"), "a path the answer does not have changes nothing")
 	require.Len(t, frames[0].Meta.Notices, 1)
 	require.Contains(t, frames[0].Meta.Notices[0].Text, "No stack goes through the focus path no such function")
 

@@ -16,6 +16,7 @@ import (
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
 	"github.com/flamehouse/flamehouse/internal/plugintest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 )
 
 // A host as the eBPF profiler reports it: one resource per process with
@@ -108,7 +109,7 @@ func ebpfHostRequest(at time.Time) *collectorpb.ExportProfilesServiceRequest {
 // (labels joined by ";" below the root), and the root's total.
 func flameByPath(t *testing.T, f *data.Frame) (map[string]int64, int64) {
 	t.Helper()
-	rows := plugintest.FlameRows(t, f)
+	rows := querytest.FlameRows(t, f, "ns")
 	out := map[string]int64{}
 	if len(rows) == 0 {
 		return out, 0 // no samples
@@ -151,7 +152,7 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 	})
 
 	t.Run("hidden kernel frames give their samples to the caller", func(t *testing.T) {
-		rows := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "hideFrames": []string{"kernel"}}, from, to))[0])
+		rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "hideFrames": []string{"kernel"}}, from, to))[0], "ns")
 		require.Equal(t, int64(total), rows[0].Value)
 		require.Equal(t, int64(100), rows[0].Self, "a kernel thread's samples go to the root")
 		self := map[string]int64{}

@@ -20,6 +20,7 @@ import (
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
 	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
 
@@ -144,7 +145,7 @@ func expectFromRequests(reqs []*collectorpb.ExportProfilesServiceRequest, keep f
 							ref.trace, ref.span = hex.EncodeToString(link.GetTraceId()), hex.EncodeToString(link.GetSpanId())
 						}
 						if keep(ref) {
-							want.add(int64(len(s.GetTimestampsUnixNano()))*p.GetPeriod(), plugintest.OracleMarks(stackLabels(dict, s.GetStackIndex())))
+							want.add(int64(len(s.GetTimestampsUnixNano()))*p.GetPeriod(), querytest.MarkKinds(stackLabels(dict, s.GetStackIndex())))
 						}
 					}
 				}
@@ -291,7 +292,7 @@ func withQuery(base map[string]any, queryType string) map[string]any {
 // table and CPU time series against the oracle.
 func requireCompatAnswers(t *testing.T, f *fixture, base map[string]any, from, to time.Time, want compatWant) {
 	t.Helper()
-	rows := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, withQuery(base, query.TypeProfile), from, to))[0])
+	rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, withQuery(base, query.TypeProfile), from, to))[0], "ns")
 	require.Equal(t, want.sum, rows[0].Value, "flame graph root: the workload's CPU time")
 
 	tq := withQuery(base, query.TypeTable)
@@ -328,11 +329,11 @@ func requireSameFlameGraph(t *testing.T, a, b *fixture, base map[string]any, fro
 	t.Helper()
 	q := withQuery(base, query.TypeProfile)
 	ra, rb := a.query(t, q, from, to), b.query(t, q, from, to)
-	rowsA := plugintest.FlameRows(t, plugintest.RequireOK(t, ra)[0])
+	rowsA := querytest.FlameRows(t, plugintest.RequireOK(t, ra)[0], "ns")
 	if unmarkA { // a's schema marks frame kinds, b's keeps no frame types
 		for i := range rowsA {
 			rowsA[i].Label = plugintest.WithoutMark(rowsA[i].Label)
 		}
 	}
-	require.Equal(t, rowsA, plugintest.FlameRows(t, plugintest.RequireOK(t, rb)[0]), "the same flame graph from both schemas")
+	require.Equal(t, rowsA, querytest.FlameRows(t, plugintest.RequireOK(t, rb)[0], "ns"), "the same flame graph from both schemas")
 }

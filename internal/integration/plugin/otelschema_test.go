@@ -14,6 +14,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/plugintest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
@@ -177,7 +178,7 @@ func TestOTelSchemaFlameGraphTableAndTypes(t *testing.T) {
 	} {
 		t.Run(tc.typeID, func(t *testing.T) {
 			wantSelf, wantTotal, sum := expectedFromRows(rows, tc.value, all)
-			flame := plugintest.FlameRowsIn(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": tc.typeID}, from, to))[0], tc.unit)
+			flame := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": tc.typeID}, from, to))[0], tc.unit)
 			require.Equal(t, sum, flame[0].Value, "root total")
 			table := plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": tc.typeID}, from, to))[0]
 			requireTable(t, table, wantSelf, wantTotal)
@@ -186,7 +187,7 @@ func TestOTelSchemaFlameGraphTableAndTypes(t *testing.T) {
 
 	// Frames are read root first: main is the root's only child and leaf
 	// sits under mid.
-	flame := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}, from, to))[0])
+	flame := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}, from, to))[0], "ns")
 	require.Equal(t, "main", flame[1].Label)
 	require.Equal(t, int64(1), flame[1].Level)
 	levels := map[string]int64{}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/pproftest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 )
 
@@ -64,7 +65,7 @@ func TestPprofExportMatchesPprofTop(t *testing.T) {
 	require.NoError(t, os.WriteFile(exported, resp.Body, 0o600))
 
 	gotFlat, gotCum := pproftest.Top(t, exported)
-	tableSelf, tableTotal := tableTop(plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="pprof-export"}`}, from, to))[0])
+	tableSelf, tableTotal := querytest.TableTop(plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="pprof-export"}`}, from, to))[0])
 	require.Equal(t, tableSelf, gotFlat, "pprof -top flat of the export equals the table's self")
 	require.Equal(t, tableTotal, gotCum, "pprof -top cum of the export equals the table's total")
 	require.Equal(t, wantFlat, gotFlat, "and the original profile's flat")

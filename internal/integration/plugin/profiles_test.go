@@ -20,6 +20,7 @@ import (
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
@@ -31,7 +32,7 @@ func seededReport(t *testing.T, seed uint64, at time.Time) (*collectorpb.ExportP
 	t.Helper()
 	cfg := profilegen.DefaultConfig()
 	cfg.Seed, cfg.Stacks, cfg.Pods, cfg.SamplesPerSecond, cfg.Locations, cfg.Functions = seed, 300, 3, 120, 2000, 500
-	return plugintest.GeneratedReport(t, cfg, at)
+	return querytest.Report(t, cfg, at)
 }
 
 // queryLinked runs one query through QueryData as Grafana sends it, with
@@ -140,7 +141,7 @@ func TestProfilesListsAndOpensSingleProfiles(t *testing.T) {
 		require.NoError(t, err)
 		var q map[string]any
 		require.NoError(t, json.Unmarshal([]byte(interpolate(t, list, row, string(raw))), &q))
-		rows := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
+		rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0], "ns")
 		require.Equal(t, p.Total, rows[0].Value, "row %d: the flame graph is that profile's", row)
 
 		u, err := url.Parse(interpolate(t, list, row, links[1].URL))

@@ -19,6 +19,7 @@ import (
 	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/pproftest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/query"
@@ -29,12 +30,12 @@ func TestFlameGraphAndTableMatchWhatWasIngested(t *testing.T) {
 	at := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
 	req, batch := plugintest.Report(t, at)
 	f.send(t, req)
-	wantSelf, wantTotal, wantSum := plugintest.ExpectedTop(batch, plugintest.CPUOnly)
+	wantSelf, wantTotal, wantSum := querytest.Top(batch, plugintest.CPUOnly)
 	require.NotZero(t, wantSum)
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
 
-	rows := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType}, from, to))[0])
-	require.Equal(t, plugintest.FlameRow{Level: 0, Value: wantSum, Self: rows[0].Self, Label: "total"}, rows[0], "a single root with the exact total")
+	rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType}, from, to))[0], "ns")
+	require.Equal(t, querytest.FlameRow{Level: 0, Value: wantSum, Self: rows[0].Self, Label: "total"}, rows[0], "a single root with the exact total")
 	for i, r := range rows[1:] {
 		require.Positive(t, r.Level, "row %d: only the first row is the root", i+1)
 	}
@@ -73,8 +74,8 @@ func TestFlameGraphTruncationKeepsTheTotal(t *testing.T) {
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	req, batch := plugintest.Report(t, at)
 	f.send(t, req)
-	_, _, wantSum := plugintest.ExpectedTop(batch, plugintest.CPUOnly)
-	rows := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": plugintest.CPUType, "maxNodes": 50}, at.Add(-time.Minute), at.Add(time.Hour)))[0])
+	_, _, wantSum := querytest.Top(batch, plugintest.CPUOnly)
+	rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": plugintest.CPUType, "maxNodes": 50}, at.Add(-time.Minute), at.Add(time.Hour)))[0], "ns")
 	require.LessOrEqual(t, len(rows), 50)
 	require.Equal(t, wantSum, rows[0].Value)
 	others := 0
@@ -116,7 +117,7 @@ func TestSelectorsFilterAndCannotInject(t *testing.T) {
 		if frames[0].Rows() == 0 {
 			return 0
 		}
-		return plugintest.FlameRows(t, frames[0])[0].Value
+		return querytest.FlameRows(t, frames[0], "ns")[0].Value
 	}
 	tests := []struct {
 		selector string
@@ -136,7 +137,7 @@ func TestSelectorsFilterAndCannotInject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.selector, func(t *testing.T) {
-			_, _, want := plugintest.ExpectedTop(batch, func(s *model.Sample) bool { return plugintest.CPUOnly(s) && tt.keep(s) })
+			_, _, want := querytest.Top(batch, func(s *model.Sample) bool { return plugintest.CPUOnly(s) && tt.keep(s) })
 			require.Equal(t, want, rootOf(tt.selector))
 		})
 	}
@@ -177,33 +178,19 @@ func TestTopTableMatchesPprofTop(t *testing.T) {
 
 	at := time.Unix(0, prof.TimeNanos)
 	q := map[string]any{"queryType": "table", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="pprof-oracle"}`}
-	gotFlat, gotCum := tableTop(plugintest.RequireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Minute)))[0])
+	gotFlat, gotCum := querytest.TableTop(plugintest.RequireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Minute)))[0])
 	require.Equal(t, wantFlat, gotFlat, "self per function equals pprof -top flat")
 	require.Equal(t, wantCum, gotCum, "total per function equals pprof -top cum")
 
-	rows := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{
+	rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{
 		"profileTypeId": plugintest.CPUType, "maxNodes": 5,
 		"labelSelector": `{service_name="pprof-oracle"}`,
-	}, at.Add(-time.Minute), at.Add(time.Minute)))[0])
+	}, at.Add(-time.Minute), at.Add(time.Minute)))[0], "ns")
 	var sum int64
 	for _, v := range wantFlat {
 		sum += v
 	}
 	require.Equal(t, sum, rows[0].Value, "the truncated flame graph's root is the profile's total")
-}
-
-// tableTop is a table answer's self and total per function, as pprof -top
-// lists flat and cum.
-func tableTop(table *data.Frame) (self, total map[string]int64) {
-	self, total = map[string]int64{}, map[string]int64{}
-	for i := range table.Rows() {
-		label, _ := table.Fields[0].ConcreteAt(i)
-		s, _ := table.Fields[1].ConcreteAt(i)
-		tot, _ := table.Fields[2].ConcreteAt(i)
-		self[label.(string)] = s.(int64) // typed fields
-		total[label.(string)] = tot.(int64)
-	}
-	return self, total
 }
 
 func TestSpanSelectorAndTraceID(t *testing.T) {
@@ -219,13 +206,13 @@ func TestSpanSelectorAndTraceID(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, span, "the generator links some samples to spans")
-	_, _, want := plugintest.ExpectedTop(batch, func(s *model.Sample) bool { return plugintest.CPUOnly(s) && s.Meta.SpanID == span })
-	_, _, wantTrace := plugintest.ExpectedTop(batch, func(s *model.Sample) bool { return plugintest.CPUOnly(s) && s.Meta.TraceID == trace })
+	_, _, want := querytest.Top(batch, func(s *model.Sample) bool { return plugintest.CPUOnly(s) && s.Meta.SpanID == span })
+	_, _, wantTrace := querytest.Top(batch, func(s *model.Sample) bool { return plugintest.CPUOnly(s) && s.Meta.TraceID == trace })
 	// The span's own range, as Grafana sends it for a span link: the
 	// padding widens it to cover the report's samples.
 	from, to := at.Add(2*time.Second), at.Add(4*time.Second)
 	root := func(q map[string]any) int64 {
-		rows := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
+		rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0], "ns")
 		return rows[0].Value
 	}
 	require.Equal(t, want, root(map[string]any{"profileTypeId": plugintest.CPUType, "spanSelector": []string{strings.ToUpper(span), ""}}))
@@ -382,7 +369,7 @@ func TestTempoShapedQueries(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, span)
-	_, _, want := plugintest.ExpectedTop(batch, func(s *model.Sample) bool { return plugintest.CPUOnly(s) && s.Meta.SpanID == span })
+	_, _, want := querytest.Top(batch, func(s *model.Sample) bool { return plugintest.CPUOnly(s) && s.Meta.SpanID == span })
 	spanStart, spanEnd := at.Add(time.Second), at.Add(1500*time.Millisecond)
 
 	embedded := map[string]any{
@@ -392,7 +379,7 @@ func TestTempoShapedQueries(t *testing.T) {
 		"includeExemplars": false, "heatmapType": "individual", "includeHeatmap": false,
 	}
 	frames := plugintest.RequireOK(t, f.query(t, embedded, spanStart.Add(-30*time.Second), spanEnd.Add(30*time.Second)))
-	rows := plugintest.FlameRows(t, frames[0])
+	rows := querytest.FlameRows(t, frames[0], "ns")
 	require.Greater(t, len(rows), 1, "the trace view draws the frame only when it has more than one row")
 	require.Equal(t, want, rows[0].Value)
 
@@ -400,6 +387,6 @@ func TestTempoShapedQueries(t *testing.T) {
 		"labelSelector": `{service_name="checkout"}`, "groupBy": []string{}, "profileTypeId": plugintest.CPUType, "queryType": "profile",
 		"spanSelector": []string{span}, "refId": "profile",
 	}
-	require.Equal(t, want, plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, related, spanStart, spanEnd))[0])[0].Value,
+	require.Equal(t, want, querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, related, spanStart, spanEnd))[0], "ns")[0].Value,
 		"the span's exact range, widened by the padding")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
 	"github.com/flamehouse/flamehouse/internal/plugintest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/plugin"
 )
 
@@ -283,7 +284,7 @@ func requireGaugeLinksOpenMinutes(t *testing.T, ds *plugin.Datasource, start, fr
 					want += s.bytes
 				}
 			}
-			flame := plugintest.FlameRowsIn(t, followLinkAt(t, ds, value.Config.Links[0], minute, from, to)[0], "bytes")
+			flame := querytest.FlameRows(t, followLinkAt(t, ds, value.Config.Links[0], minute, from, to)[0], "bytes")
 			require.Equal(t, want, flame[0].Value, "%s at %s", pod, minute)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/flamehouse/flamehouse/internal/nativebin"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
 	"github.com/flamehouse/flamehouse/internal/plugintest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
@@ -139,7 +140,7 @@ func storeSymbolsFrom(t testing.TB, tables schema.Config, source string, files .
 // chains reads a flame graph's nodes under each root child (a probe's
 // marker): the labels below it, root side first, and the marker's value.
 // Every probe is one stack, so what hangs under a marker is one chain.
-func chains(t testing.TB, rows []plugintest.FlameRow) (paths map[string][]string, values map[string]int64) {
+func chains(t testing.TB, rows []querytest.FlameRow) (paths map[string][]string, values map[string]int64) {
 	t.Helper()
 	paths, values = map[string][]string{}, map[string]int64{}
 	var marker string
@@ -300,7 +301,7 @@ func TestNativeFramesAreNamedLikeLLVMSymbolizer(t *testing.T) {
 		if lines {
 			q["granularity"] = "line"
 		}
-		paths, values := chains(t, plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0]))
+		paths, values := chains(t, querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0], "ns"))
 		require.Len(t, paths, len(checks))
 		mismatches := 0
 		for _, c := range checks {
@@ -374,13 +375,13 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 	f.send(t, probeRequest(t, at, "deferred", probes))
 	q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="deferred"}`}
 
-	before := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
+	before := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0], "ns")
 	paths, values := chains(t, before)
 	require.Equal(t, map[string][]string{"outer": {"[prog]"}, "leaf": {"[prog]"}, "lib": {"[libprobe.so]"}}, paths, "no symbols yet: today's labels")
 
 	// The executable's symbols arrive; the library's never do.
 	storeSymbols(t, tables, prog.Path)
-	after := plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
+	after := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0], "ns")
 	require.Equal(t, before[0], after[0], "the same total")
 	paths2, values2 := chains(t, after)
 	require.Equal(t, values, values2, "the same value per stack")
@@ -413,13 +414,13 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 		"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="deferred"}`,
 		"buildId": lib.BuildID, "mappingFile": "/opt/app/libprobe.so",
 	}
-	paths3, _ := chains(t, plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, filtered, from, to))[0]))
+	paths3, _ := chains(t, querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, filtered, from, to))[0], "ns"))
 	require.Equal(t, map[string][]string{"lib": {"[libprobe.so]"}}, paths3)
 
 	// Once the library's symbols are fetched from debuginfod, its frames
 	// are named too and the view says where from.
 	storeSymbolsFrom(t, tables, symbols.SourceDebuginfod, lib.Path)
-	paths4, _ := chains(t, plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, filtered, from, to))[0]))
+	paths4, _ := chains(t, querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, filtered, from, to))[0], "ns"))
 	require.Equal(t, []string{nativebin.FuncLibEntry}, paths4["lib"])
 	exes = executablesRows(t, plugintest.RequireOK(t, queryAs(t, f.ds, map[string]any{
 		"queryType": "executables", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="deferred"}`,
@@ -540,7 +541,7 @@ func TestExporterSchemaFramesAreNamedFromTheSymbolStore(t *testing.T) {
 		if lines {
 			q["granularity"] = "line"
 		}
-		paths, values := chains(t, plugintest.FlameRows(t, plugintest.RequireOK(t, queryAs(t, ds, q, from, to))[0]))
+		paths, values := chains(t, querytest.FlameRows(t, plugintest.RequireOK(t, queryAs(t, ds, q, from, to))[0], "ns"))
 		require.Len(t, paths, len(addrs)+1)
 		for i, a := range addrs {
 			m := fmt.Sprintf("probe@0x%x", a)
@@ -582,7 +583,7 @@ func TestGoFramesAreNamedLikeGoToolAddr2line(t *testing.T) {
 
 	want := nativebin.GoAddr2line(t, prog.Path, addrs)
 	q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="go-probe"}`, "granularity": "line", "maxNodes": 100000}
-	paths, _ := chains(t, plugintest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Hour)))[0]))
+	paths, _ := chains(t, querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Hour)))[0], "ns"))
 	for i, a := range addrs {
 		got := paths[fmt.Sprintf("go@0x%x", a)]
 		require.NotEmpty(t, got)

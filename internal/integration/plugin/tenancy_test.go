@@ -22,6 +22,7 @@ import (
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
 	"github.com/flamehouse/flamehouse/pkg/ingest"
@@ -77,7 +78,7 @@ func TestTenantUserDatasource(t *testing.T) {
 	renameService(reqB, "only-in-b")
 	sendAs(t, in.HTTPAddress(), "token-a", reqA)
 	sendAs(t, in.HTTPAddress(), "token-b", reqB)
-	_, _, sumA := plugintest.ExpectedTop(batchA, plugintest.CPUOnly)
+	_, _, sumA := querytest.Top(batchA, plugintest.CPUOnly)
 	require.NotZero(t, sumA)
 
 	settings := func(user, tenant string) map[string]any {

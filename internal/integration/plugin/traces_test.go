@@ -26,6 +26,7 @@ import (
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
 	"github.com/flamehouse/flamehouse/internal/plugintest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
@@ -281,7 +282,7 @@ func followLinkAt(t *testing.T, ds *plugin.Datasource, link data.DataLink, at, f
 // rootValue is a flame graph's total (0 when empty).
 func rootValue(t *testing.T, f *data.Frame) int64 {
 	t.Helper()
-	rows := plugintest.FlameRows(t, f)
+	rows := querytest.FlameRows(t, f, "ns")
 	if len(rows) == 0 {
 		return 0
 	}
@@ -433,7 +434,7 @@ func TestTraceFrameMarksSpansWithProfiles(t *testing.T) {
 					require.Zero(t, frames[0].Rows(), s.name)
 					continue
 				}
-				rows := plugintest.FlameRows(t, frames[0])
+				rows := querytest.FlameRows(t, frames[0], "ns")
 				require.Equal(t, want, rows[0].Value, "%s: the span's CPU time", s.name)
 			}
 		})
@@ -596,7 +597,7 @@ func TestSpansRankByProfileValue(t *testing.T) {
 					}, links[0].Internal.Query)
 					require.Equal(t, &data.TimeRange{From: from, To: to}, links[0].Internal.Range)
 					top := followLink(t, ds, links[0], got[0].span, links[0].Internal.Range.From, links[0].Internal.Range.To)
-					require.Equal(t, got[0].value, plugintest.FlameRows(t, top[0])[0].Value, "the link opens the span's flame graph")
+					require.Equal(t, got[0].value, querytest.FlameRows(t, top[0], "ns")[0].Value, "the link opens the span's flame graph")
 				})
 			}
 		})

@@ -405,3 +405,23 @@ SETTINGS ttl_only_drop_parts = 1;
 
 CREATE TABLE IF NOT EXISTS `otel`.`otel_profile_profiles` ON CLUSTER 'flamehouse' AS `otel`.`otel_profile_profiles_local`
 ENGINE = Distributed('flamehouse', 'otel', 'otel_profile_profiles_local', cityHash64(TenantId, ServiceName));
+
+ALTER TABLE `otel`.`otel_profile_samples_1m_local` ON CLUSTER 'flamehouse'
+    MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild';
+
+ALTER TABLE `otel`.`otel_profile_samples_1m_local` ON CLUSTER 'flamehouse'
+    ADD PROJECTION IF NOT EXISTS by_series
+    (SELECT * ORDER BY (TenantId, ServiceName, ProfileType, SeriesId, Timestamp, StackId));
+
+ALTER TABLE `otel`.`otel_profile_samples_1m_local` ON CLUSTER 'flamehouse'
+    MATERIALIZE PROJECTION by_series;
+
+ALTER TABLE `otel`.`otel_profile_samples_1h_local` ON CLUSTER 'flamehouse'
+    MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild';
+
+ALTER TABLE `otel`.`otel_profile_samples_1h_local` ON CLUSTER 'flamehouse'
+    ADD PROJECTION IF NOT EXISTS by_series
+    (SELECT * ORDER BY (TenantId, ServiceName, ProfileType, SeriesId, Timestamp, StackId));
+
+ALTER TABLE `otel`.`otel_profile_samples_1h_local` ON CLUSTER 'flamehouse'
+    MATERIALIZE PROJECTION by_series;

@@ -342,3 +342,23 @@ PARTITION BY toDate(FirstSample)
 ORDER BY (TenantId, ProfileType, ServiceName, Timestamp, SeriesId, ProfileId)
 TTL FirstSample + toIntervalSecond(259200)
 SETTINGS ttl_only_drop_parts = 1;
+
+ALTER TABLE `profiles`.`fh_profile_samples_1m`
+    MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild';
+
+ALTER TABLE `profiles`.`fh_profile_samples_1m`
+    ADD PROJECTION IF NOT EXISTS by_series
+    (SELECT * ORDER BY (TenantId, ServiceName, ProfileType, SeriesId, Timestamp, StackId));
+
+ALTER TABLE `profiles`.`fh_profile_samples_1m`
+    MATERIALIZE PROJECTION by_series;
+
+ALTER TABLE `profiles`.`fh_profile_samples_1h`
+    MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild';
+
+ALTER TABLE `profiles`.`fh_profile_samples_1h`
+    ADD PROJECTION IF NOT EXISTS by_series
+    (SELECT * ORDER BY (TenantId, ServiceName, ProfileType, SeriesId, Timestamp, StackId));
+
+ALTER TABLE `profiles`.`fh_profile_samples_1h`
+    MATERIALIZE PROJECTION by_series;
