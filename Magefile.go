@@ -78,7 +78,7 @@ func Package() error {
 // FLAMEHOUSE_PEER_CLUSTER_SECONDS, FLAMEHOUSE_PEER_AGENT_MINUTES,
 // FLAMEHOUSE_PEER_SENDERS and FLAMEHOUSE_PEER_RUNS change the workloads.
 func Bench() error {
-	return sh.RunV("go", "test", "./pkg/plugin", "-run", "^$", "-bench", "BenchmarkPeer", "-benchtime", "1x", "-timeout", "6h", "-v")
+	return sh.RunV("go", "test", "./internal/integration/peer", "-run", "^$", "-bench", "BenchmarkPeer", "-benchtime", "1x", "-timeout", "6h", "-v")
 }
 
 // Collector builds the Flamehouse OpenTelemetry Collector distribution

@@ -124,9 +124,10 @@ stage_fuzz() {
 
 stage_bench() {
   step "go test: every benchmark once, so none rots"
-  # BenchmarkPeer loads 24 h of sparse data, 600 s of dense data, 60 s of
-  # W-cluster node reports and an hour of one host's reports by default (go
-  # tool mage bench); one hour, 10 s, 5 s and 10 minutes keep this step quick.
+  # BenchmarkPeer (internal/integration/peer) loads 24 h of sparse data, 600 s
+  # of dense data, 60 s of W-cluster node reports and an hour of one host's
+  # reports by default (go tool mage bench); one hour, 10 s, 5 s and 10
+  # minutes keep this step quick.
   # It runs Grafana Pyroscope from ../shared/pyroscope (a failure under
   # FLAMEHOUSE_E2E_REQUIRE=1 when it is missing).
   FLAMEHOUSE_PEER_HOURS="${FLAMEHOUSE_PEER_HOURS:-1}" FLAMEHOUSE_PEER_DENSE_SECONDS="${FLAMEHOUSE_PEER_DENSE_SECONDS:-10}" \

@@ -1,8 +1,7 @@
-package plugin
+package plugin_test
 
 import (
 	"context"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -13,32 +12,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
-	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
-
-// benchEnv reads a positive integer knob of the query benchmarks.
-func benchEnv(b *testing.B, name string, def int) int {
-	b.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(b, err, name)
-	require.Positive(b, n, name)
-	return n
-}
 
 // BenchmarkQuery measures flame graph and top-table queries through
 // QueryData on the workload of the performance targets: one service at
 // 10k samples/s over 100 pods with 50k distinct stacks (log-uniform
 // popularity), CPU time in nanoseconds.
 //
-// The stacks, frames and series come through the real ingest (generator
-// reports); the sample rows are then synthesized in ClickHouse at 8,000
+// The stacks, frames and series come through the ingest's pipeline and
+// writer (generator reports, fixture_test.go); the sample rows are then synthesized in ClickHouse at 8,000
 // rows/s (10k events/s aggregated per second): FLAMEHOUSE_BENCH_MINUTES
 // minutes of raw rows (default 2, so that CI stays quick; 60 for the
 // 1-hour target), which the rollup views aggregate as usual, plus
@@ -51,10 +37,10 @@ func benchEnv(b *testing.B, name string, def int) int {
 // allocated bytes per query (the plugin's memory). The datasource caches
 // stacks and frame labels across queries; "-cold" runs start without.
 func BenchmarkQuery(b *testing.B) {
-	minutes := benchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
-	hours := benchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
-	rate := benchEnv(b, "FLAMEHOUSE_BENCH_RATE", 1)
-	f := newFixture(b, nil)
+	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
+	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
+	rate := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_RATE", 1)
+	f := newFixture(b, plugintest.Migrated, nil)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	fillSamples(b, f, "", start, minutes, hours, rate)
 	// Ranges end off the minute, as Grafana's "now" does: their edges are
@@ -62,9 +48,9 @@ func BenchmarkQuery(b *testing.B) {
 	end := start.Add(time.Duration(minutes)*time.Minute - 17*time.Second)
 	// The fixture's datasource caches no answers; this one does (the
 	// "-cached" queries: their range ended over a minute ago).
-	settings := embeddedSettings(b, f.ds.settings.Profiles.Database)
+	settings := plugintest.EmbeddedSettings(b, f.tables.Database)
 	settings["profiles"].(map[string]any)["cache"] = "auto" // built by embeddedSettings
-	cached := &fixture{ds: instance(b, settings, nil)}
+	cached := &fixture{ds: plugintest.Instance(b, settings, nil)}
 	for _, bq := range []struct {
 		name     string
 		from     time.Time
@@ -90,7 +76,7 @@ func BenchmarkQuery(b *testing.B) {
 		{"flame-30d", end.Add(-30 * 24 * time.Hour), 16384, "profile", nil},
 	} {
 		b.Run(bq.name, func(b *testing.B) {
-			q := map[string]any{"queryType": bq.kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`}
+			q := map[string]any{"queryType": bq.kind, "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="checkout"}`}
 			if bq.maxNodes > 0 {
 				q["maxNodes"] = bq.maxNodes
 			}
@@ -100,16 +86,16 @@ func BenchmarkQuery(b *testing.B) {
 			fx := f
 			if strings.HasSuffix(bq.name, "-cached") {
 				fx = cached
-				require.NoError(b, fx.query(b, q, bq.from, end).Error) // fills the cache
+				require.NoError(b, plugintest.Query(b, fx.ds, q, bq.from, end).Error) // fills the cache
 			}
 			var took []time.Duration
 			b.ReportAllocs()
 			for b.Loop() {
 				if strings.HasSuffix(bq.name, "-cold") {
-					f.ds.symbols = query.NewSymbols(cachedFrameIDs, cachedLabels) // nothing cached: every stack and frame is read
+					f.ds.ResetSymbols() // nothing cached: every stack and frame is read
 				}
 				t0 := time.Now()
-				r := fx.query(b, q, bq.from, end)
+				r := plugintest.Query(b, fx.ds, q, bq.from, end)
 				took = append(took, time.Since(t0))
 				require.NoError(b, r.Error)
 				require.Positive(b, r.Frames[0].Rows())
@@ -126,12 +112,12 @@ func BenchmarkQuery(b *testing.B) {
 	}
 }
 
-// fillSamples registers the workload's stacks through the ingest (tenant
-// "") and synthesizes a tenant's sample rows in ClickHouse.
+// fillSamples registers the workload's stacks through the ingest's
+// pipeline (tenant "") and synthesizes a tenant's sample rows in ClickHouse.
 func fillSamples(b *testing.B, f *fixture, tenant string, start time.Time, minutes, hours, rate int) {
 	b.Helper()
 	conn := chtest.Get(b).Open(b)
-	tables := f.ds.settings.schemaConfig()
+	tables := f.tables
 	ctx := context.Background()
 	tq := "'" + tenant + "'"
 	if tenant == "" {
@@ -153,14 +139,14 @@ func fillSamples(b *testing.B, f *fixture, tenant string, start time.Time, minut
 		"arrayElement(se, 1 + (rand() % length(se))) AS SeriesId"
 	require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.Samples)+
 		" (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, SampleAttributes) "+ids+
-		"SELECT toDateTime("+strconv.FormatInt(start.Unix(), 10)+" + intDiv(number, "+strconv.Itoa(8000*rate)+")), "+tq+", 'checkout', '"+cpuType+"', "+pick+
+		"SELECT toDateTime("+strconv.FormatInt(start.Unix(), 10)+" + intDiv(number, "+strconv.Itoa(8000*rate)+")), "+tq+", 'checkout', '"+plugintest.CPUType+"', "+pick+
 		", 10000000 * (1 + rand() % 2), map('thread.name', concat('worker-', toString(number % 16))) FROM numbers("+
 		strconv.Itoa(minutes*60*8000*rate)+")"))
 	if hours > 0 {
 		require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.SamplesHour)+
 			" (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value) "+ids+
 			"SELECT toDateTime("+strconv.FormatInt(start.Add(-time.Duration(hours)*time.Hour).Unix(), 10)+" + 3600 * intDiv(number, "+strconv.Itoa(200000*rate)+")), "+tq+", 'checkout', '"+
-			cpuType+"', "+pick+", 10000000 * 180 FROM numbers("+strconv.Itoa(hours*200000*rate)+")"))
+			plugintest.CPUType+"', "+pick+", 10000000 * 180 FROM numbers("+strconv.Itoa(hours*200000*rate)+")"))
 		// The service rollup of those hours, as its view would have built it.
 		require.NoError(b, conn.Exec(ctx, "INSERT INTO "+tables.Qualified(schema.ServiceHour)+
 			" (Timestamp, TenantId, ServiceName, ProfileType, StackId, Value) SELECT Timestamp, TenantId, ServiceName, ProfileType, StackId, sum(Value) FROM "+
@@ -175,15 +161,15 @@ func fillSamples(b *testing.B, f *fixture, tenant string, start time.Time, minut
 // load drifts over both alike. Reported: p50 ms at each rate and their
 // ratio (target: at most 1.2).
 func BenchmarkQueryRateScaling(b *testing.B) {
-	minutes := benchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
-	hours := benchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
-	f := newFixture(b, nil)
+	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
+	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
+	f := newFixture(b, plugintest.Migrated, nil)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	fillSamples(b, f, "", start, minutes, hours, 1)
 	fillSamples(b, f, "double", start, minutes, hours, 2)
-	settings := embeddedSettings(b, f.ds.settings.Profiles.Database)
+	settings := plugintest.EmbeddedSettings(b, f.tables.Database)
 	settings["profiles"].(map[string]any)["tenant"] = "double" // built by embeddedSettings
-	double := &fixture{ds: instance(b, settings, nil), ingest: f.ingest}
+	double := &fixture{ds: plugintest.Instance(b, settings, nil), tables: f.tables, export: f.export}
 	end := start.Add(time.Duration(minutes)*time.Minute - 17*time.Second)
 	for _, bq := range []struct {
 		name string
@@ -196,9 +182,9 @@ func BenchmarkQueryRateScaling(b *testing.B) {
 		{"table-24h", end.Add(-24 * time.Hour), "table"},
 	} {
 		b.Run(bq.name, func(b *testing.B) {
-			q := map[string]any{"queryType": bq.kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
+			q := map[string]any{"queryType": bq.kind, "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
 			for _, fx := range []*fixture{f, double} { // warm both symbol caches
-				require.NoError(b, fx.query(b, q, bq.from, end).Error)
+				require.NoError(b, plugintest.Query(b, fx.ds, q, bq.from, end).Error)
 			}
 			base, doubled := alternately(b, f, double, q, bq.from, end)
 			b.ReportMetric(p50Millis(base), "p50-ms")
@@ -216,18 +202,18 @@ func BenchmarkQueryRateScaling(b *testing.B) {
 // tenant), alternately. Reported: p50 ms of each and their ratio (target:
 // at most 1.1).
 func BenchmarkRowPolicy(b *testing.B) {
-	minutes := benchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
-	hours := benchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
+	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
+	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
 	srv := chtest.Get(b)
-	conn, tables := migratedTenancy(b)
-	f := newFixtureOn(b, conn, tables, nil)
+	f := newFixture(b, plugintest.MigratedTenancy, nil)
+	tables := f.tables
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	fillSamples(b, f, "", start, minutes, hours, 1)
 	fillSamples(b, f, "other", start, minutes, hours, 1)
 	srv.AddUser(b, chembed.User{Name: "bench_tenant", Password: "bench-password", Role: chembed.RoleTenant, Tenant: ""})
-	settings := embeddedSettings(b, tables.Database)
+	settings := plugintest.EmbeddedSettings(b, tables.Database)
 	settings["username"] = "bench_tenant"
-	tenant := &fixture{ds: instance(b, settings, map[string]string{"password": "bench-password"})}
+	tenant := &fixture{ds: plugintest.Instance(b, settings, map[string]string{"password": "bench-password"})}
 	end := start.Add(time.Duration(minutes)*time.Minute - 17*time.Second)
 	for _, bq := range []struct {
 		name string
@@ -239,10 +225,10 @@ func BenchmarkRowPolicy(b *testing.B) {
 		{"flame-24h", end.Add(-24 * time.Hour), "profile"},
 	} {
 		b.Run(bq.name, func(b *testing.B) {
-			q := map[string]any{"queryType": bq.kind, "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
-			want := f.query(b, q, bq.from, end)
+			q := map[string]any{"queryType": bq.kind, "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
+			want := plugintest.Query(b, f.ds, q, bq.from, end)
 			require.NoError(b, want.Error)
-			got := tenant.query(b, q, bq.from, end)
+			got := plugintest.Query(b, tenant.ds, q, bq.from, end)
 			require.NoError(b, got.Error)
 			require.Equal(b, want.Frames[0].Rows(), got.Frames[0].Rows(), "the tenant user's answer is the admin's for its tenant")
 			admin, policy := alternately(b, f, tenant, q, bq.from, end)
@@ -261,7 +247,7 @@ func alternately(b *testing.B, first, second *fixture, q map[string]any, from, t
 	for b.Loop() {
 		for i, fx := range []*fixture{first, second} {
 			t0 := time.Now()
-			r := fx.query(b, q, from, to)
+			r := plugintest.Query(b, fx.ds, q, from, to)
 			took := time.Since(t0)
 			require.NoError(b, r.Error)
 			require.Positive(b, r.Frames[0].Rows())

@@ -1,4 +1,4 @@
-package plugin
+package plugin_test
 
 import (
 	"context"
@@ -14,12 +14,13 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/stretchr/testify/require"
-
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
+	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
 
@@ -70,20 +71,18 @@ func readsSamples(statements []string) bool {
 
 // recordQueries puts a recording connection between a datasource and
 // ClickHouse.
-func recordQueries(t *testing.T, ds *Datasource) *recordingConn {
+func recordQueries(t *testing.T, ds *plugin.Datasource) *recordingConn {
 	t.Helper()
-	conn, err := ds.connection()
+	conn, err := ds.Connection()
 	require.NoError(t, err)
 	rec := &recordingConn{Conn: conn}
-	ds.mu.Lock()
-	ds.conn = rec
-	ds.mu.Unlock()
+	ds.SetConnection(rec)
 	return rec
 }
 
 // dashboardQuery runs a query as a dashboard panel does, whose uid goes
 // into the ClickHouse log_comment.
-func dashboardQuery(t *testing.T, ds *Datasource, dashboard string, q map[string]any, from, to time.Time) backend.DataResponse {
+func dashboardQuery(t *testing.T, ds *plugin.Datasource, dashboard string, q map[string]any, from, to time.Time) backend.DataResponse {
 	t.Helper()
 	raw, err := json.Marshal(q)
 	require.NoError(t, err)
@@ -98,9 +97,9 @@ func dashboardQuery(t *testing.T, ds *Datasource, dashboard string, q map[string
 // queryLogReadRows sums read_rows in system.query_log of the queries that
 // read the sample tables under a dashboard's log_comment (a server with a
 // query log only).
-func queryLogReadRows(t *testing.T, ds *Datasource, dashboard string) (queries, rows uint64) {
+func queryLogReadRows(t *testing.T, ds *plugin.Datasource, dashboard string) (queries, rows uint64) {
 	t.Helper()
-	conn, err := ds.connection()
+	conn, err := ds.Connection()
 	require.NoError(t, err)
 	require.NoError(t, conn.Exec(context.Background(), "SYSTEM FLUSH LOGS"))
 	require.NoError(t, conn.QueryRow(context.Background(), "SELECT count(), sum(read_rows) FROM system.query_log WHERE type = 'QueryFinish' "+
@@ -127,34 +126,34 @@ func sameFrames(t *testing.T, want, got data.Frames) {
 // system.query_log), and answers the same; late rows show once the TTL
 // has passed; a range that touches now is never cached.
 func TestClosedRangesAreCached(t *testing.T) {
-	f := newFixture(t, map[string]any{"cache": "auto", "cacheTtl": "300"})
+	f := newFixture(t, plugintest.Migrated, map[string]any{"cache": "auto", "cacheTtl": "300"})
 	clock := time.Now()
-	f.ds.cache.Now = func() time.Time { return clock }
+	f.ds.Cache().Now = func() time.Time { return clock }
 	rec := recordQueries(t, f.ds)
 	at := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
-	req, batch := report(t, at)
+	req, batch := plugintest.Report(t, at)
 	f.send(t, req)
-	_, _, total := querytest.Top(batch, cpuOnly)
+	_, _, total := querytest.Top(batch, plugintest.CPUOnly)
 	from, to := at.Add(-time.Minute), at.Add(5*time.Minute)
-	mode := f.ds.cache.ModeInUse(context.Background(), rec.Conn)
+	mode := f.ds.Cache().ModeInUse(context.Background(), rec.Conn)
 
 	queries := []map[string]any{
-		{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`},
-		{"queryType": "table", "profileTypeId": cpuType},
-		{"queryType": "metrics", "profileTypeId": cpuType, "groupBy": []string{"k8s_pod_name", "thread_name"}},
-		{"queryType": "diff", "profileTypeId": cpuType, "left": map[string]any{"offset": "1h"}},
-		{"queryType": "spans", "profileTypeId": cpuType},
+		{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="checkout"}`},
+		{"queryType": "table", "profileTypeId": plugintest.CPUType},
+		{"queryType": "metrics", "profileTypeId": plugintest.CPUType, "groupBy": []string{"k8s_pod_name", "thread_name"}},
+		{"queryType": "diff", "profileTypeId": plugintest.CPUType, "left": map[string]any{"offset": "1h"}},
+		{"queryType": "spans", "profileTypeId": plugintest.CPUType},
 	}
 	first := make([]data.Frames, len(queries))
 	dashboard := "cache-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	for i, q := range queries {
 		rec.take()
-		first[i] = requireOK(t, dashboardQuery(t, f.ds, dashboard+"-first", q, from, to))
+		first[i] = plugintest.RequireOK(t, dashboardQuery(t, f.ds, dashboard+"-first", q, from, to))
 		require.True(t, readsSamples(rec.take()), "%v: the first query reads the samples", q["queryType"])
 	}
-	require.Equal(t, total, flameRows(t, first[0][0])[0].Value)
+	require.Equal(t, total, querytest.FlameRows(t, first[0][0], "ns")[0].Value)
 	for i, q := range queries {
-		again := requireOK(t, dashboardQuery(t, f.ds, dashboard+"-again", q, from, to))
+		again := plugintest.RequireOK(t, dashboardQuery(t, f.ds, dashboard+"-again", q, from, to))
 		sameFrames(t, first[i], again)
 		statements := rec.take()
 		switch mode {
@@ -169,28 +168,28 @@ func TestClosedRangesAreCached(t *testing.T) {
 		}
 	}
 	if mode == query.CachePlugin {
-		require.Positive(t, f.ds.cache.Stats().Hits)
+		require.Positive(t, f.ds.Cache().Stats().Hits)
 		// Another query that makes the same read (the profile query's sums per stack, as a table) reads no
 		// samples either: the plugin keeps the reads' rows as well as the answers.
-		table := requireOK(t, dashboardQuery(t, f.ds, dashboard+"-table", map[string]any{
-			"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`,
+		table := plugintest.RequireOK(t, dashboardQuery(t, f.ds, dashboard+"-table", map[string]any{
+			"queryType": "table", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="checkout"}`,
 		}, from, to))
 		require.False(t, readsSamples(rec.take()), "the table of the flame graph's selection and range")
 		require.Positive(t, table[0].Rows())
 		// Answers are shared: a caller's RefID stays its own.
-		a := requireOK(t, dashboardQuery(t, f.ds, dashboard, queries[0], from, to))
+		a := plugintest.RequireOK(t, dashboardQuery(t, f.ds, dashboard, queries[0], from, to))
 		a[0].RefID = "changed"
-		require.Equal(t, "A", requireOK(t, dashboardQuery(t, f.ds, dashboard, queries[0], from, to))[0].RefID)
+		require.Equal(t, "A", plugintest.RequireOK(t, dashboardQuery(t, f.ds, dashboard, queries[0], from, to))[0].RefID)
 	}
 
 	// Late rows in the closed range: the cached answer stays until the TTL
 	// has passed (answers are invalidated by time only).
-	late, lateBatch := report(t, at.Add(2*time.Minute))
+	late, lateBatch := plugintest.Report(t, at.Add(2*time.Minute))
 	f.send(t, late)
-	_, _, lateTotal := querytest.Top(lateBatch, cpuOnly)
-	require.Equal(t, total, flameRoot(t, f.ds, queries[0], from, to), "within the TTL")
+	_, _, lateTotal := querytest.Top(lateBatch, plugintest.CPUOnly)
+	require.Equal(t, total, plugintest.FlameRoot(t, f.ds, queries[0], from, to), "within the TTL")
 	clock = clock.Add(301 * time.Second)
-	require.Equal(t, total+lateTotal, flameRoot(t, f.ds, queries[0], from, to), "after the TTL")
+	require.Equal(t, total+lateTotal, plugintest.FlameRoot(t, f.ds, queries[0], from, to), "after the TTL")
 
 	// A range that touches now is read every time and sees every row.
 	recent := time.Now().UTC().Add(-20 * time.Second)
@@ -204,7 +203,7 @@ func TestClosedRangesAreCached(t *testing.T) {
 		f.send(t, r)
 		want += sumCPU(t, r)
 		rec.take()
-		got := flameRoot(t, f.ds, queries[0], recent.Add(-10*time.Minute), clock)
+		got := plugintest.FlameRoot(t, f.ds, queries[0], recent.Add(-10*time.Minute), clock)
 		require.True(t, readsSamples(rec.take()), "a range touching now is read")
 		require.Equal(t, want, got, "report %d is counted", i)
 	}
@@ -216,7 +215,7 @@ func sumCPU(t *testing.T, req *collectorpb.ExportProfilesServiceRequest) int64 {
 	res, err := convert.Convert(req, convert.DefaultOptions(""))
 	require.NoError(t, err)
 	require.Empty(t, res.Rejected)
-	_, _, sum := querytest.Top(res.Batch, cpuOnly)
+	_, _, sum := querytest.Top(res.Batch, plugintest.CPUOnly)
 	return sum
 }
 
@@ -226,8 +225,8 @@ func sumCPU(t *testing.T, req *collectorpb.ExportProfilesServiceRequest) int64 {
 // datasource's own settings, which the embedded engine's guard accepts;
 // "off" and a TTL of 0 cache nothing.
 func TestCacheModes(t *testing.T) {
-	f := newFixture(t, map[string]any{"cache": "auto"})
-	conn, err := f.ds.connection()
+	f := newFixture(t, plugintest.Migrated, map[string]any{"cache": "auto"})
+	conn, err := f.ds.Connection()
 	require.NoError(t, err)
 	ctx := context.Background()
 	var size uint64
@@ -236,37 +235,37 @@ func TestCacheModes(t *testing.T) {
 	if size > 0 {
 		want = query.CacheClickHouse
 	}
-	require.Equal(t, want, f.ds.cache.ModeInUse(ctx, conn))
+	require.Equal(t, want, f.ds.Cache().ModeInUse(ctx, conn))
 
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
-	req, batch := report(t, at)
+	req, batch := plugintest.Report(t, at)
 	f.send(t, req)
-	_, _, total := querytest.Top(batch, cpuOnly)
-	q := map[string]any{"profileTypeId": cpuType}
+	_, _, total := querytest.Top(batch, plugintest.CPUOnly)
+	q := map[string]any{"profileTypeId": plugintest.CPUType}
 	for name, profiles := range map[string]map[string]any{
 		"clickhouse": {"cache": "clickhouse"}, "off": {"cache": "off"}, "no ttl": {"cache": "auto", "cacheTtl": "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			settings := embeddedSettings(t, f.ds.settings.Profiles.Database)
+			settings := plugintest.EmbeddedSettings(t, f.tables.Database)
 			for k, v := range profiles {
 				settings["profiles"].(map[string]any)[k] = v // built by embeddedSettings
 			}
-			ds := instance(t, settings, nil)
+			ds := plugintest.Instance(t, settings, nil)
 			rec := recordQueries(t, ds)
 			for range 2 {
-				require.Equal(t, total, flameRoot(t, ds, q, at.Add(-time.Minute), at.Add(5*time.Minute)))
+				require.Equal(t, total, plugintest.FlameRoot(t, ds, q, at.Add(-time.Minute), at.Add(5*time.Minute)))
 				require.True(t, readsSamples(rec.take()), "%s: read every time", name)
 			}
 		})
 	}
 
-	settings := embeddedSettings(t, f.ds.settings.Profiles.Database)
+	settings := plugintest.EmbeddedSettings(t, f.tables.Database)
 	settings["profiles"].(map[string]any)["cache"] = "clickhouse" // built by embeddedSettings
-	ds := instance(t, settings, nil)
-	conn, err = ds.connection()
+	ds := plugintest.Instance(t, settings, nil)
+	conn, err = ds.Connection()
 	require.NoError(t, err)
-	require.Equal(t, query.CacheClickHouse, ds.cache.ModeInUse(ctx, conn))
-	cached := ds.cache.ClickHouseContext(ds.queryContext(ctx, &backend.User{Login: "bob"}, "d", "2", ""), "acme")
+	require.Equal(t, query.CacheClickHouse, ds.Cache().ModeInUse(ctx, conn))
+	cached := ds.Cache().ClickHouseContext(ds.QueryContext(ctx, &backend.User{Login: "bob"}, "d", "2", ""), "acme")
 	var use, ttl uint64
 	var comment, tag string
 	require.NoError(t, conn.QueryRow(cached, "SELECT toUInt64(getSetting('use_query_cache')), toUInt64(getSetting('query_cache_ttl')), "+
@@ -277,11 +276,11 @@ func TestCacheModes(t *testing.T) {
 	require.Equal(t, "flamehouse grafana_user:bob grafana_dashboard:d grafana_panel:2", comment, "the datasource's settings stay")
 
 	for _, bad := range []map[string]any{{"cache": "sometimes"}, {"cacheTtl": "soon"}, {"cacheClosedAfter": "-1"}} {
-		settings := embeddedSettings(t, "default")
+		settings := plugintest.EmbeddedSettings(t, "default")
 		for k, v := range bad {
 			settings["profiles"].(map[string]any)[k] = v // built by embeddedSettings
 		}
-		_, err := LoadSettings(backend.DataSourceInstanceSettings{JSONData: mustJSON(t, settings)})
+		_, err := plugin.LoadSettings(backend.DataSourceInstanceSettings{JSONData: mustJSON(t, settings)})
 		require.Error(t, err, "%v", bad)
 	}
 }

@@ -1,83 +1,29 @@
-package plugin
+package plugin_test
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
+	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
 func TestMain(m *testing.M) { chtest.Main(m) }
 
-// instance creates the datasource the way Grafana does, from JSON settings.
-func instance(t testing.TB, jsonData map[string]any, secure map[string]string) *Datasource {
-	t.Helper()
-	raw, err := json.Marshal(jsonData)
-	require.NoError(t, err)
-	inst, err := NewDatasource(context.Background(), backend.DataSourceInstanceSettings{JSONData: raw, DecryptedSecureJSONData: secure})
-	require.NoError(t, err)
-	ds, ok := inst.(*Datasource)
-	require.True(t, ok)
-	t.Cleanup(ds.Dispose)
-	return ds
-}
-
-// embeddedSettings points a datasource at the test server. Its answer
-// cache is off: tests and benchmarks that query a closed range again after
-// adding rows, or time repeated queries, read ClickHouse every time unless
-// they turn the cache on (cache_test.go).
-func embeddedSettings(t testing.TB, database string) map[string]any {
-	t.Helper()
-	srv := chtest.Get(t)
-	host, port, err := net.SplitHostPort(srv.Addr)
-	require.NoError(t, err)
-	p, err := strconv.Atoi(port)
-	require.NoError(t, err)
-	protocol := "http"
-	if srv.External && srv.Options.Protocol.String() == "native" {
-		protocol = "native"
-	}
-	return map[string]any{
-		"host": host, "port": p, "protocol": protocol, "username": srv.Options.Auth.Username,
-		"profiles": map[string]any{"database": database, "cache": "off"},
-	}
-}
-
-// migrated creates a database with the Flamehouse schema (no retention).
-func migrated(t testing.TB) (clickhouse.Conn, schema.Config) {
-	t.Helper()
-	return migratedInto(t, chtest.Get(t).NewDatabase(t))
-}
-
-// migratedInto applies the Flamehouse schema (no retention) to a database.
-func migratedInto(t testing.TB, database string) (clickhouse.Conn, schema.Config) {
-	t.Helper()
-	conn := chtest.Get(t).Open(t)
-	cfg := schema.DefaultConfig()
-	cfg.Database = database
-	cfg.Retention = schema.Retention{}
-	m, err := schema.NewMigrator(cfg, conn)
-	require.NoError(t, err)
-	_, err = m.Migrate(context.Background())
-	require.NoError(t, err)
-	return conn, cfg
-}
-
 func TestCheckHealthWithSchema(t *testing.T) {
 	srv := chtest.Get(t)
-	_, cfg := migrated(t)
+	_, cfg := plugintest.Migrated(t)
 	db := cfg.Database
 
-	ds := instance(t, embeddedSettings(t, db), map[string]string{"password": srv.Options.Auth.Password})
+	ds := plugintest.Instance(t, plugintest.EmbeddedSettings(t, db), map[string]string{"password": srv.Options.Auth.Password})
 	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
 	require.NoError(t, err)
 	require.Equal(t, backend.HealthStatusOk, res.Status, res.Message)
@@ -87,7 +33,7 @@ func TestCheckHealthWithSchema(t *testing.T) {
 func TestCheckHealthNamesMissingTables(t *testing.T) {
 	srv := chtest.Get(t)
 	db := srv.NewDatabase(t)
-	ds := instance(t, embeddedSettings(t, db), map[string]string{"password": srv.Options.Auth.Password})
+	ds := plugintest.Instance(t, plugintest.EmbeddedSettings(t, db), map[string]string{"password": srv.Options.Auth.Password})
 	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
 	require.NoError(t, err)
 	require.Equal(t, backend.HealthStatusError, res.Status)
@@ -97,11 +43,11 @@ func TestCheckHealthNamesMissingTables(t *testing.T) {
 
 func TestCheckHealthNamesMissingColumns(t *testing.T) {
 	srv := chtest.Get(t)
-	conn, cfg := migrated(t)
+	conn, cfg := plugintest.Migrated(t)
 	db := cfg.Database
 	require.NoError(t, conn.Exec(context.Background(), "ALTER TABLE "+cfg.Qualified(schema.Frames)+" DROP COLUMN SystemName"))
 
-	ds := instance(t, embeddedSettings(t, db), map[string]string{"password": srv.Options.Auth.Password})
+	ds := plugintest.Instance(t, plugintest.EmbeddedSettings(t, db), map[string]string{"password": srv.Options.Auth.Password})
 	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
 	require.NoError(t, err)
 	require.Equal(t, backend.HealthStatusError, res.Status)
@@ -114,7 +60,7 @@ func TestCheckHealthUnreachableServer(t *testing.T) {
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(t, ln.Close()) // nothing listens there now
-	ds := instance(t, map[string]any{"host": "127.0.0.1", "port": port, "protocol": "http", "dialTimeout": "2"}, nil)
+	ds := plugintest.Instance(t, map[string]any{"host": "127.0.0.1", "port": port, "protocol": "http", "dialTimeout": "2"}, nil)
 	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
 	require.NoError(t, err)
 	require.Equal(t, backend.HealthStatusError, res.Status)
@@ -122,7 +68,7 @@ func TestCheckHealthUnreachableServer(t *testing.T) {
 }
 
 func TestCheckHealthReportsBadSettings(t *testing.T) {
-	ds := instance(t, map[string]any{"port": 70000, "profiles": map[string]any{"database": "x; DROP"}}, nil)
+	ds := plugintest.Instance(t, map[string]any{"port": 70000, "profiles": map[string]any{"database": "x; DROP"}}, nil)
 	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
 	require.NoError(t, err)
 	require.Equal(t, backend.HealthStatusError, res.Status)
@@ -132,7 +78,7 @@ func TestCheckHealthReportsBadSettings(t *testing.T) {
 }
 
 func TestQueryDataReportsBrokenSettingsAndUnreachableServersPerQuery(t *testing.T) {
-	ds := instance(t, map[string]any{}, nil)
+	ds := plugintest.Instance(t, map[string]any{}, nil)
 	resp, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{RefID: "A"}, {RefID: "B"}}})
 	require.NoError(t, err)
 	require.Len(t, resp.Responses, 2)
@@ -146,10 +92,10 @@ func TestQueryDataReportsBrokenSettingsAndUnreachableServersPerQuery(t *testing.
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port // a TCP listener
 	require.NoError(t, ln.Close())        // nothing listens there now
-	ds = instance(t, map[string]any{"host": "127.0.0.1", "port": port, "protocol": "http", "dialTimeout": "1"}, nil)
+	ds = plugintest.Instance(t, map[string]any{"host": "127.0.0.1", "port": port, "protocol": "http", "dialTimeout": "1"}, nil)
 	now := time.Now()
 	resp, err = ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{
-		RefID: "A", JSON: []byte(`{"profileTypeId":"` + cpuType + `"}`), TimeRange: backend.TimeRange{From: now.Add(-time.Hour), To: now},
+		RefID: "A", JSON: []byte(`{"profileTypeId":"` + plugintest.CPUType + `"}`), TimeRange: backend.TimeRange{From: now.Add(-time.Hour), To: now},
 	}}})
 	require.NoError(t, err)
 	require.Error(t, resp.Responses["A"].Error)
@@ -158,36 +104,36 @@ func TestQueryDataReportsBrokenSettingsAndUnreachableServersPerQuery(t *testing.
 }
 
 func TestSettingsDefaultsAndPorts(t *testing.T) {
-	st, err := LoadSettings(backend.DataSourceInstanceSettings{
+	st, err := plugin.LoadSettings(backend.DataSourceInstanceSettings{
 		JSONData:                []byte(`{"host":"ch","secure":true}`),
 		DecryptedSecureJSONData: map[string]string{"password": "pw"},
 	})
 	require.NoError(t, err)
-	cc := st.clientConfig()
+	cc := st.ClientConfig()
 	require.Equal(t, "ch:9440", cc.Address)
 	require.Equal(t, "native", cc.Protocol)
 	require.Equal(t, "pw", cc.Password.Value())
 	require.Equal(t, "otel", st.Profiles.Database)
-	require.Equal(t, 8443, defaultPort("http", true))
-	require.Equal(t, 8123, defaultPort("http", false))
+	require.Equal(t, 8443, plugin.DefaultPort("http", true))
+	require.Equal(t, 8123, plugin.DefaultPort("http", false))
 
-	_, err = LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(`{"host":"ch","dialTimeout":"soon"}`)})
+	_, err = plugin.LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(`{"host":"ch","dialTimeout":"soon"}`)})
 	require.ErrorContains(t, err, "dial timeout")
 
-	st, err = LoadSettings(backend.DataSourceInstanceSettings{
+	st, err = plugin.LoadSettings(backend.DataSourceInstanceSettings{
 		JSONData: []byte(`{"host":"ch","protocol":"http","path":"/ch","httpHeaders":[{"name":"X-Team","value":"perf"},{"name":"X-Key","secure":true}],` +
 			`"customSettings":[{"setting":"max_threads","value":"2"}]}`),
 		DecryptedSecureJSONData: map[string]string{"secureHttpHeaders.X-Key": "k3y"},
 	})
 	require.NoError(t, err)
-	cc = st.clientConfig()
+	cc = st.ClientConfig()
 	opts, err := cc.Options()
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"X-Team": "perf", "X-Key": "k3y"}, opts.HttpHeaders)
 	require.Equal(t, "/ch", opts.HttpUrlPath)
 	require.Equal(t, "2", opts.Settings["max_threads"])
 
-	_, err = LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(`{"host":"ch","tlsAuth":true,"tlsAuthWithCACert":true,` +
+	_, err = plugin.LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(`{"host":"ch","tlsAuth":true,"tlsAuthWithCACert":true,` +
 		`"customSettings":[{"setting":"max threads; DROP","value":"1"}],"httpHeaders":[{"name":"a:b"}],"profiles":{"defaultMaxNodes":-1,"defaultProfileType":"cpu"}}`)})
 	for _, part := range []string{"client certificate", "CA certificate", "custom setting", "HTTP header", "max nodes", "default profile type"} {
 		require.ErrorContains(t, err, part)
@@ -212,7 +158,7 @@ func TestTracesSettings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st, err := LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(`{"host":"ch","profiles":` + tt.profiles + `}`)})
+			st, err := plugin.LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(`{"host":"ch","profiles":` + tt.profiles + `}`)})
 			if len(tt.errs) > 0 {
 				for _, e := range tt.errs {
 					require.ErrorContains(t, err, e, "every problem at once")
@@ -223,4 +169,24 @@ func TestTracesSettings(t *testing.T) {
 			require.Equal(t, []string{tt.database, tt.table}, []string{st.Profiles.TracesDatabase, st.Profiles.TracesTable})
 		})
 	}
+}
+
+// TestQueriesCarryLimitsAndLogComment reads back, in ClickHouse, the
+// settings the datasource's queries carry.
+func TestQueriesCarryLimitsAndLogComment(t *testing.T) {
+	settings := plugintest.EmbeddedSettings(t, "default")
+	settings["queryTimeout"] = "42"
+	ds := plugintest.Instance(t, settings, nil)
+	conn, err := ds.Connection()
+	require.NoError(t, err)
+	ctx := ds.QueryContext(context.Background(), &backend.User{Login: "alice"}, "dash-1", "7", "")
+	var comment, overflow string
+	var timeout float64
+	var rows uint64
+	require.NoError(t, conn.QueryRow(ctx, "SELECT getSetting('log_comment'), toFloat64(getSetting('max_execution_time')), "+
+		"toUInt64(getSetting('max_result_rows')), toString(getSetting('result_overflow_mode'))").Scan(&comment, &timeout, &rows, &overflow))
+	require.Equal(t, "flamehouse grafana_user:alice grafana_dashboard:dash-1 grafana_panel:7", comment)
+	require.InDelta(t, 42, timeout, 0.001)
+	require.Equal(t, uint64(plugin.MaxResultRows), rows)
+	require.Equal(t, "throw", overflow)
 }

@@ -1,50 +1,16 @@
-package plugin
+package plugin_test
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
-
-// exporterColumns are the exporter table's columns the adapter reads, with
-// their types (the real table, made by a Collector, is tested in
-// TestOTelExporterSchemaMatchesFlamehouse).
-var exporterColumns = []string{
-	"Timestamp DateTime64(9)", "ServiceName LowCardinality(String)", "SampleType LowCardinality(String)",
-	"SampleUnit LowCardinality(String)", "PeriodType LowCardinality(String)", "PeriodUnit LowCardinality(String)",
-	"Period Int64", "ResourceAttributes Map(LowCardinality(String), String)", "SampleAttributes Map(LowCardinality(String), String)",
-	"StackHash UInt64", "FunctionNames Array(LowCardinality(String))", "FileNames Array(LowCardinality(String))", "LineNumbers Array(Int32)",
-	"MappingFileNames Array(LowCardinality(String))", "Addresses Array(UInt64)", "Values Array(Int64)",
-	"TimestampsUnixNano Array(UInt64)", "TraceId String", "SpanId String",
-}
-
-// createExporterTable creates an exporter-shaped profiles table without
-// the columns named in drop.
-func createExporterTable(t *testing.T, db, table string, drop ...string) {
-	t.Helper()
-	var cols []string
-	for _, c := range exporterColumns {
-		if !slices.Contains(drop, strings.Fields(c)[0]) {
-			cols = append(cols, c)
-		}
-	}
-	for _, attr := range []string{
-		"service.namespace", "service.instance.id", "deployment.environment.name", "k8s.cluster.name",
-		"k8s.namespace.name", "k8s.deployment.name", "k8s.pod.name", "k8s.pod.uid", "k8s.node.name", "k8s.container.name",
-	} {
-		cols = append(cols, "`__otel_materialized_"+attr+"` LowCardinality(String) MATERIALIZED ResourceAttributes['"+attr+"']")
-	}
-	conn := chtest.Get(t).Open(t)
-	require.NoError(t, conn.Exec(context.Background(), "CREATE TABLE "+schema.QuoteIdentifier(db)+"."+schema.QuoteIdentifier(table)+
-		" ("+strings.Join(cols, ", ")+") ENGINE = MergeTree ORDER BY (ServiceName, SampleType, toDateTime(Timestamp))"))
-}
 
 // TestCheckHealthDetectsSchemas checks that the health check says which
 // schema's tables the database has, for either setting.
@@ -97,17 +63,17 @@ func TestCheckHealthDetectsSchemas(t *testing.T) {
 			srv := chtest.Get(t)
 			var db string
 			if tc.flamehouse {
-				_, cfg := migrated(t)
+				_, cfg := plugintest.Migrated(t)
 				db = cfg.Database
 			} else {
 				db = srv.NewDatabase(t)
 			}
 			if tc.exporter != nil {
-				createExporterTable(t, db, "otel_profiles", tc.exporter...)
+				plugintest.CreateExporterTable(t, db, "otel_profiles", tc.exporter...)
 			}
-			settings := embeddedSettings(t, db)
+			settings := plugintest.EmbeddedSettings(t, db)
 			settings["profiles"] = map[string]any{"database": db, "schema": tc.schema}
-			ds := instance(t, settings, map[string]string{"password": srv.Options.Auth.Password})
+			ds := plugintest.Instance(t, settings, map[string]string{"password": srv.Options.Auth.Password})
 			res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
 			require.NoError(t, err)
 			want := backend.HealthStatusError
@@ -123,7 +89,7 @@ func TestCheckHealthDetectsSchemas(t *testing.T) {
 }
 
 func TestSettingsRejectUnknownSchemaAndBadTable(t *testing.T) {
-	ds := instance(t, map[string]any{"host": "127.0.0.1", "profiles": map[string]any{"schema": "pyroscope", "otelTable": "profiles; DROP"}}, nil)
+	ds := plugintest.Instance(t, map[string]any{"host": "127.0.0.1", "profiles": map[string]any{"schema": "pyroscope", "otelTable": "profiles; DROP"}}, nil)
 	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
 	require.NoError(t, err)
 	require.Equal(t, backend.HealthStatusError, res.Status)
@@ -132,18 +98,18 @@ func TestSettingsRejectUnknownSchemaAndBadTable(t *testing.T) {
 
 	// The exporter's schema does not use the table prefix (the editor hides
 	// it), so a stale one does not fail the check.
-	ds = instance(t, map[string]any{"host": "127.0.0.1", "profiles": map[string]any{"schema": "otel", "tablePrefix": "bad-prefix"}}, nil)
-	require.NoError(t, ds.settingsErr)
-	ds = instance(t, map[string]any{"host": "127.0.0.1", "profiles": map[string]any{"tablePrefix": "bad-prefix"}}, nil)
-	require.ErrorContains(t, ds.settingsErr, "table prefix")
+	ds = plugintest.Instance(t, map[string]any{"host": "127.0.0.1", "profiles": map[string]any{"schema": "otel", "tablePrefix": "bad-prefix"}}, nil)
+	require.NoError(t, ds.SettingsErr())
+	ds = plugintest.Instance(t, map[string]any{"host": "127.0.0.1", "profiles": map[string]any{"tablePrefix": "bad-prefix"}}, nil)
+	require.ErrorContains(t, ds.SettingsErr(), "table prefix")
 }
 
 // TestCheckHealthSaysWhetherTracesAreThere checks the note on the traces
 // table, which the traces query type and trace-wide filtering read.
 func TestCheckHealthSaysWhetherTracesAreThere(t *testing.T) {
 	srv := chtest.Get(t)
-	conn, cfg := migrated(t)
-	ds := instance(t, embeddedSettings(t, cfg.Database), map[string]string{"password": srv.Options.Auth.Password})
+	conn, cfg := plugintest.Migrated(t)
+	ds := plugintest.Instance(t, plugintest.EmbeddedSettings(t, cfg.Database), map[string]string{"password": srv.Options.Auth.Password})
 	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
 	require.NoError(t, err)
 	require.Equal(t, backend.HealthStatusOk, res.Status, res.Message)

@@ -1,4 +1,4 @@
-package plugin
+package plugin_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
-	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
@@ -31,7 +31,7 @@ const (
 
 // BenchmarkSymbolResolution measures what resolving unsymbolized frames
 // adds to a warm flame graph query: the stacks of BenchmarkQuery's
-// workload (~40k of its 50k stacks through the real ingest, two minutes
+// workload (~40k of its 50k stacks through the ingest's pipeline, two minutes
 // of sample rows) for two tenants that differ only in their frames. In
 // "native" 30% of the frames are unsymbolized (a mapping placed at a PIE
 // load base, one of 200 build ids, an address) and the symbol store holds
@@ -45,7 +45,7 @@ const (
 // with the ranges (what the in-memory range tables were chosen over; the
 // query still has to read the frames and stacks around it).
 func BenchmarkSymbolResolution(b *testing.B) {
-	f := newFixture(b, nil)
+	f := newFixture(b, plugintest.Migrated, nil)
 	start := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
 	// More stacks than fillSamples' three reports bring: denser reports of
 	// a larger pool (whose first 50k stacks are the workload's), so that
@@ -58,7 +58,7 @@ func BenchmarkSymbolResolution(b *testing.B) {
 	}
 	fillSamples(b, f, "", start, 2, 0, 1)
 	conn := chtest.Get(b).Open(b)
-	tables := f.ds.settings.schemaConfig()
+	tables := f.tables
 	ctx := context.Background()
 
 	// Frame h (a hash of FrameId) is unsymbolized when h % 100 < 30; its
@@ -116,27 +116,27 @@ func BenchmarkSymbolResolution(b *testing.B) {
 		"(SELECT uniqExact(FrameId) FROM "+frames+" WHERE TenantId = 'native')").Scan(&stacks, &unsymbolized, &allFrames))
 
 	tenant := func(name string) *fixture {
-		settings := embeddedSettings(b, f.ds.settings.Profiles.Database)
+		settings := plugintest.EmbeddedSettings(b, f.tables.Database)
 		settings["profiles"].(map[string]any)["tenant"] = name // built by embeddedSettings
-		return &fixture{ds: instance(b, settings, nil), ingest: f.ingest}
+		return &fixture{ds: plugintest.Instance(b, settings, nil), tables: f.tables, export: f.export}
 	}
 	named, resolved := tenant("named"), tenant("native")
 	end := start.Add(2*time.Minute - 17*time.Second)
 	from := end.Add(-time.Hour)
-	q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
+	q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="checkout"}`, "maxNodes": 16384}
 
 	// Both answer the same flame graph, totals and names.
-	a, c := named.query(b, q, from, end), resolved.query(b, q, from, end)
+	a, c := plugintest.Query(b, named.ds, q, from, end), plugintest.Query(b, resolved.ds, q, from, end)
 	require.NoError(b, a.Error)
 	require.NoError(b, c.Error)
-	requireSameFrames(b, a.Frames[0], c.Frames[0])
+	plugintest.RequireSameFrames(b, a.Frames[0], c.Frames[0])
 
 	b.Run("flame-1h", func(b *testing.B) {
 		var base, withResolution []time.Duration
 		for b.Loop() {
 			for i, fx := range []*fixture{named, resolved} {
 				t0 := time.Now()
-				r := fx.query(b, q, from, end)
+				r := plugintest.Query(b, fx.ds, q, from, end)
 				took := time.Since(t0)
 				require.NoError(b, r.Error)
 				if i == 0 {
@@ -159,9 +159,9 @@ func BenchmarkSymbolResolution(b *testing.B) {
 	b.Run("flame-1h-tables-cold", func(b *testing.B) {
 		var took []time.Duration
 		for b.Loop() {
-			resolved.ds.resolver = query.NewResolver(query.DefaultResolverBytes)
+			resolved.ds.ResetResolver()
 			t0 := time.Now()
-			r := resolved.query(b, q, from, end)
+			r := plugintest.Query(b, resolved.ds, q, from, end)
 			took = append(took, time.Since(t0))
 			require.NoError(b, r.Error)
 		}

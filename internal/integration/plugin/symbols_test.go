@@ -22,7 +22,9 @@ import (
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/nativebin"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/querytest"
+	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
 )
@@ -240,7 +242,7 @@ func TestNativeFramesAreNamedLikeLLVMSymbolizer(t *testing.T) {
 	symtabOnly := nativebin.NoDebug(t, nativebin.Build(t, nativebin.Spec{Sources: nativebin.ProgramC, Kind: nativebin.PIE, Name: "prog-symtab", Flags: []string{"-g", "-O2", "-DSYMTAB=1"}}))
 
 	f := newFixture(t, nil)
-	tables := f.ds.settings.schemaConfig()
+	tables := f.tables
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
 
@@ -295,11 +297,11 @@ func TestNativeFramesAreNamedLikeLLVMSymbolizer(t *testing.T) {
 	f.send(t, probeRequest(t, at, "native-probe", probes))
 
 	for _, lines := range []bool{false, true} {
-		q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="native-probe"}`, "maxNodes": 100000}
+		q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="native-probe"}`, "maxNodes": 100000}
 		if lines {
 			q["granularity"] = "line"
 		}
-		paths, values := chains(t, flameRows(t, requireOK(t, f.query(t, q, from, to))[0]))
+		paths, values := chains(t, querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0], "ns"))
 		require.Len(t, paths, len(checks))
 		mismatches := 0
 		for _, c := range checks {
@@ -314,8 +316,8 @@ func TestNativeFramesAreNamedLikeLLVMSymbolizer(t *testing.T) {
 	}
 
 	// The top table names the innermost level (self) and every level (total).
-	q := map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="native-probe"}`, "limit": 10000}
-	self, total := tableValues(t, requireOK(t, f.query(t, q, from, to))[0])
+	q := map[string]any{"queryType": "table", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="native-probe"}`, "limit": 10000}
+	self, total := tableValues(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
 	wantSelf, wantTotal := map[string]int64{}, map[string]int64{}
 	for _, c := range checks {
 		levels := oracleLabels(c.want, c.file, false)
@@ -353,7 +355,7 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 	prog := nativebin.Build(t, nativebin.Spec{Sources: nativebin.ProgramC, Kind: nativebin.PIE})
 	lib := nativebin.Build(t, nativebin.Spec{Sources: nativebin.LibraryC, Kind: nativebin.Shared, Name: "libprobe.so"})
 	f := newFixture(t, nil)
-	tables := f.ds.settings.schemaConfig()
+	tables := f.tables
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	if at.Minute() < 2 {
 		// Not an hour's first two minutes: the range would then hold a
@@ -371,15 +373,15 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 		{marker: "lib", file: shared, va: entry.Addr + 1, samples: 4},
 	}
 	f.send(t, probeRequest(t, at, "deferred", probes))
-	q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="deferred"}`}
+	q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="deferred"}`}
 
-	before := flameRows(t, requireOK(t, f.query(t, q, from, to))[0])
+	before := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0], "ns")
 	paths, values := chains(t, before)
 	require.Equal(t, map[string][]string{"outer": {"[prog]"}, "leaf": {"[prog]"}, "lib": {"[libprobe.so]"}}, paths, "no symbols yet: today's labels")
 
 	// The executable's symbols arrive; the library's never do.
 	storeSymbols(t, tables, prog.Path)
-	after := flameRows(t, requireOK(t, f.query(t, q, from, to))[0])
+	after := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0], "ns")
 	require.Equal(t, before[0], after[0], "the same total")
 	paths2, values2 := chains(t, after)
 	require.Equal(t, values, values2, "the same value per stack")
@@ -393,8 +395,8 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 	require.Equal(t, []string{nativebin.FuncLeafMul}, paths2["leaf"])
 
 	// The executables view says where names come from.
-	exes := executablesRows(t, requireOK(t, queryAs(t, f.ds, map[string]any{
-		"queryType": "executables", "profileTypeId": cpuType, "labelSelector": `{service_name="deferred"}`,
+	exes := executablesRows(t, plugintest.RequireOK(t, queryAs(t, f.ds, map[string]any{
+		"queryType": "executables", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="deferred"}`,
 	}, from, to))[0], true)
 	byName := map[string]executableRow{}
 	for _, r := range exes {
@@ -409,19 +411,19 @@ func TestSymbolsUploadedAfterIngestNameEarlierFrames(t *testing.T) {
 	// Its data link opens the flame graph of the stacks through one
 	// executable: the library's stack alone.
 	filtered := map[string]any{
-		"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="deferred"}`,
+		"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="deferred"}`,
 		"buildId": lib.BuildID, "mappingFile": "/opt/app/libprobe.so",
 	}
-	paths3, _ := chains(t, flameRows(t, requireOK(t, f.query(t, filtered, from, to))[0]))
+	paths3, _ := chains(t, querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, filtered, from, to))[0], "ns"))
 	require.Equal(t, map[string][]string{"lib": {"[libprobe.so]"}}, paths3)
 
 	// Once the library's symbols are fetched from debuginfod, its frames
 	// are named too and the view says where from.
 	storeSymbolsFrom(t, tables, symbols.SourceDebuginfod, lib.Path)
-	paths4, _ := chains(t, flameRows(t, requireOK(t, f.query(t, filtered, from, to))[0]))
+	paths4, _ := chains(t, querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, filtered, from, to))[0], "ns"))
 	require.Equal(t, []string{nativebin.FuncLibEntry}, paths4["lib"])
-	exes = executablesRows(t, requireOK(t, queryAs(t, f.ds, map[string]any{
-		"queryType": "executables", "profileTypeId": cpuType, "labelSelector": `{service_name="deferred"}`,
+	exes = executablesRows(t, plugintest.RequireOK(t, queryAs(t, f.ds, map[string]any{
+		"queryType": "executables", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="deferred"}`,
 	}, from, to))[0], true)
 	sources := map[string]string{}
 	for _, r := range exes {
@@ -490,7 +492,7 @@ func executablesRows(t testing.TB, f *data.Frame, byBuildID bool) []executableRo
 
 // queryAs runs a query as Grafana sends it from a panel of the datasource
 // with uid navUID (which its data links name).
-func queryAs(t testing.TB, ds *Datasource, q map[string]any, from, to time.Time) backend.DataResponse {
+func queryAs(t testing.TB, ds *plugin.Datasource, q map[string]any, from, to time.Time) backend.DataResponse {
 	t.Helper()
 	raw, err := json.Marshal(q)
 	require.NoError(t, err)
@@ -505,8 +507,8 @@ func queryAs(t testing.TB, ds *Datasource, q map[string]any, from, to time.Time)
 func TestExporterSchemaFramesAreNamedFromTheSymbolStore(t *testing.T) {
 	nativebin.Require(t, "gcc", "llvm-symbolizer")
 	prog := nativebin.Build(t, nativebin.Spec{Sources: nativebin.ProgramC, Kind: nativebin.PIE})
-	_, tables := migrated(t)
-	createExporterTable(t, tables.Database, "profiles_x")
+	_, tables := plugintest.Migrated(t)
+	plugintest.CreateExporterTable(t, tables.Database, "profiles_x")
 	storeSymbols(t, tables, prog.Path)
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
@@ -530,16 +532,16 @@ func TestExporterSchemaFramesAreNamedFromTheSymbolStore(t *testing.T) {
 		addresses: []uint64{0x1234, 0}, stamps: 2,
 	})
 	insertExporterRows(t, tables.Database, "profiles_x", rows)
-	settings := embeddedSettings(t, tables.Database)
+	settings := plugintest.EmbeddedSettings(t, tables.Database)
 	settings["profiles"] = map[string]any{"database": tables.Database, "schema": "otel", "otelTable": "profiles_x", "cache": "off"}
-	ds := instance(t, settings, map[string]string{"password": chtest.Get(t).Options.Auth.Password})
+	ds := plugintest.Instance(t, settings, map[string]string{"password": chtest.Get(t).Options.Auth.Password})
 
 	for _, lines := range []bool{false, true} {
-		q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "maxNodes": 100000}
+		q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "maxNodes": 100000}
 		if lines {
 			q["granularity"] = "line"
 		}
-		paths, values := chains(t, flameRows(t, requireOK(t, queryAs(t, ds, q, from, to))[0]))
+		paths, values := chains(t, querytest.FlameRows(t, plugintest.RequireOK(t, queryAs(t, ds, q, from, to))[0], "ns"))
 		require.Len(t, paths, len(addrs)+1)
 		for i, a := range addrs {
 			m := fmt.Sprintf("probe@0x%x", a)
@@ -550,7 +552,7 @@ func TestExporterSchemaFramesAreNamedFromTheSymbolStore(t *testing.T) {
 		require.Equal(t, int64(2*cpuPeriod), values["probe-lib"])
 	}
 
-	exes := executablesRows(t, requireOK(t, queryAs(t, ds, map[string]any{"queryType": "executables", "profileTypeId": cpuType}, from, to))[0], false)
+	exes := executablesRows(t, plugintest.RequireOK(t, queryAs(t, ds, map[string]any{"queryType": "executables", "profileTypeId": plugintest.CPUType}, from, to))[0], false)
 	byFile := map[string]executableRow{}
 	for _, r := range exes {
 		byFile[r.mappingFile] = r
@@ -577,11 +579,11 @@ func TestGoFramesAreNamedLikeGoToolAddr2line(t *testing.T) {
 		probes[i] = probe{marker: fmt.Sprintf("go@0x%x", a), file: exe, va: a, samples: 1}
 	}
 	f.send(t, probeRequest(t, at, "go-probe", probes))
-	storeSymbols(t, f.ds.settings.schemaConfig(), prog.Path)
+	storeSymbols(t, f.tables, prog.Path)
 
 	want := nativebin.GoAddr2line(t, prog.Path, addrs)
-	q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="go-probe"}`, "granularity": "line", "maxNodes": 100000}
-	paths, _ := chains(t, flameRows(t, requireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Hour)))[0]))
+	q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="go-probe"}`, "granularity": "line", "maxNodes": 100000}
+	paths, _ := chains(t, querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Hour)))[0], "ns"))
 	for i, a := range addrs {
 		got := paths[fmt.Sprintf("go@0x%x", a)]
 		require.NotEmpty(t, got)

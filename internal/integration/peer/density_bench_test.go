@@ -1,4 +1,4 @@
-package plugin
+package peer
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // without the other two paths, and with the detail that shows what a
 // schema change buys:
 //
-//	go test ./pkg/plugin -run '^$' -bench Density -benchtime 1x
+//	go test ./internal/integration/peer -run '^$' -bench Density -benchtime 1x
 //
 // With FLAMEHOUSE_DENSITY_LAYOUTS=1 it also copies the samples table and
 // the four rollups into candidate layouts and prints their sizes (see

@@ -20,12 +20,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/chclient"
 	"github.com/flamehouse/flamehouse/pkg/chembed"
 	"github.com/flamehouse/flamehouse/pkg/ingest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/receiver"
+	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/secret"
 )
@@ -39,7 +41,7 @@ const tenancyPassword = "tenant-Passw0rd"
 // tenant a, whatever it asks for.
 func TestTenantUserDatasource(t *testing.T) {
 	srv := chtest.Get(t)
-	_, tables := migratedTenancy(t)
+	_, tables := plugintest.MigratedTenancy(t)
 	for _, u := range []chembed.User{
 		{Name: "tenant_a", Role: chembed.RoleTenant, Tenant: "a"},
 		{Name: "writer", Role: chembed.RoleWriter},
@@ -69,41 +71,41 @@ func TestTenantUserDatasource(t *testing.T) {
 	t.Cleanup(func() { _ = services.StopAndAwaitTerminated(context.Background(), in) })
 
 	at := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
-	reqA, batchA := report(t, at)
+	reqA, batchA := plugintest.Report(t, at)
 	gen := profilegen.DefaultConfig()
 	gen.Stacks, gen.Pods, gen.SamplesPerSecond, gen.Locations, gen.Functions = 100, 2, 50, 800, 200
 	reqB := profilegen.New(gen).Report(at) // unlike a's, so that answers differ
 	renameService(reqB, "only-in-b")
 	sendAs(t, in.HTTPAddress(), "token-a", reqA)
 	sendAs(t, in.HTTPAddress(), "token-b", reqB)
-	_, _, sumA := querytest.Top(batchA, cpuOnly)
+	_, _, sumA := querytest.Top(batchA, plugintest.CPUOnly)
 	require.NotZero(t, sumA)
 
 	settings := func(user, tenant string) map[string]any {
-		s := embeddedSettings(t, tables.Database)
+		s := plugintest.EmbeddedSettings(t, tables.Database)
 		s["username"] = user
 		s["profiles"].(map[string]any)["tenant"] = tenant // built by embeddedSettings
 		return s
 	}
-	asA := instance(t, settings("tenant_a", ""), map[string]string{"password": tenancyPassword})
-	adminA := instance(t, settings(srv.Options.Auth.Username, "a"), map[string]string{"password": srv.Options.Auth.Password})
-	adminB := instance(t, settings(srv.Options.Auth.Username, "b"), map[string]string{"password": srv.Options.Auth.Password})
+	asA := plugintest.Instance(t, settings("tenant_a", ""), map[string]string{"password": tenancyPassword})
+	adminA := plugintest.Instance(t, settings(srv.Options.Auth.Username, "a"), map[string]string{"password": srv.Options.Auth.Password})
+	adminB := plugintest.Instance(t, settings(srv.Options.Auth.Username, "b"), map[string]string{"password": srv.Options.Auth.Password})
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
 
 	for _, q := range []map[string]any{
-		{"queryType": "profile", "profileTypeId": cpuType},
-		{"queryType": "table", "profileTypeId": cpuType},
-		{"queryType": "metrics", "profileTypeId": cpuType, "groupBy": []string{"k8s_pod_name"}},
-		{"queryType": "spans", "profileTypeId": cpuType},
-		{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{thread_name=~".*"}`}, // the raw table
+		{"queryType": "profile", "profileTypeId": plugintest.CPUType},
+		{"queryType": "table", "profileTypeId": plugintest.CPUType},
+		{"queryType": "metrics", "profileTypeId": plugintest.CPUType, "groupBy": []string{"k8s_pod_name"}},
+		{"queryType": "spans", "profileTypeId": plugintest.CPUType},
+		{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{thread_name=~".*"}`}, // the raw table
 	} {
 		want := answer(t, adminA, q, from, to)
 		require.Equal(t, want, answer(t, asA, q, from, to), "%v: tenant a's user answers as the admin does for tenant a", q)
 		require.NotEqual(t, want, answer(t, adminB, q, from, to), "%v: tenant b's answer differs", q)
 	}
-	require.Equal(t, sumA, flameRootValue(tenantQuery(t, asA, map[string]any{"profileTypeId": cpuType}, from, to)))
+	require.Equal(t, sumA, plugintest.FlameRootValue(tenantQuery(t, asA, map[string]any{"profileTypeId": plugintest.CPUType}, from, to)))
 	// A selector naming b's service finds nothing for a's user, and b's data for the admin.
-	onlyB := map[string]any{"profileTypeId": cpuType, "labelSelector": `{service_name="only-in-b"}`}
+	onlyB := map[string]any{"profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="only-in-b"}`}
 	require.Zero(t, flameRootOrZero(tenantQuery(t, asA, onlyB, from, to)))
 	require.Positive(t, flameRootOrZero(tenantQuery(t, adminB, onlyB, from, to)))
 	// Editor lookups.
@@ -118,7 +120,7 @@ func TestTenantUserDatasource(t *testing.T) {
 	require.Equal(t, backend.HealthStatusOk, res.Status, res.Message)
 	require.Contains(t, res.Message, `reads only tenant "a"`)
 	require.Contains(t, res.Message, "cannot write")
-	disagree := instance(t, settings("tenant_a", "b"), map[string]string{"password": tenancyPassword})
+	disagree := plugintest.Instance(t, settings("tenant_a", "b"), map[string]string{"password": tenancyPassword})
 	res, err = disagree.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
 	require.NoError(t, err)
 	require.Equal(t, backend.HealthStatusError, res.Status)
@@ -128,13 +130,6 @@ func TestTenantUserDatasource(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, backend.HealthStatusOk, res.Status, res.Message)
 	require.Contains(t, res.Message, "can write to the Flamehouse tables")
-}
-
-// migratedTenancy is migrated on one of the engine's databases with
-// tenant row policies (chtest.NewTenancyDatabase).
-func migratedTenancy(t testing.TB) (clickhouse.Conn, schema.Config) {
-	t.Helper()
-	return migratedInto(t, chtest.Get(t).NewTenancyDatabase(t))
 }
 
 // renameService sets every resource's service.name.
@@ -163,21 +158,15 @@ func sendAs(t *testing.T, addr, token string, req *collectorpb.ExportProfilesSer
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
-func tenantQuery(t *testing.T, ds *Datasource, q map[string]any, from, to time.Time) backend.DataResponse {
+func tenantQuery(t *testing.T, ds *plugin.Datasource, q map[string]any, from, to time.Time) backend.DataResponse {
 	t.Helper()
-	raw, err := json.Marshal(q)
-	require.NoError(t, err)
-	resp, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{
-		RefID: "A", JSON: raw, TimeRange: backend.TimeRange{From: from, To: to}, Interval: time.Minute,
-	}}})
-	require.NoError(t, err)
-	r := resp.Responses["A"]
+	r := plugintest.Query(t, ds, q, from, to)
 	require.NoError(t, r.Error)
 	return r
 }
 
 // answer is a query's frames as JSON, to compare answers whole.
-func answer(t *testing.T, ds *Datasource, q map[string]any, from, to time.Time) string {
+func answer(t *testing.T, ds *plugin.Datasource, q map[string]any, from, to time.Time) string {
 	t.Helper()
 	b, err := json.Marshal(tenantQuery(t, ds, q, from, to).Frames)
 	require.NoError(t, err)
@@ -188,11 +177,11 @@ func flameRootOrZero(r backend.DataResponse) int64 {
 	if len(r.Frames) == 0 || r.Frames[0].Rows() == 0 {
 		return 0
 	}
-	return flameRootValue(r)
+	return plugintest.FlameRootValue(r)
 }
 
 // lookup calls an editor resource and returns its JSON body.
-func lookup(t *testing.T, ds *Datasource, path string) string {
+func lookup(t *testing.T, ds *plugin.Datasource, path string) string {
 	t.Helper()
 	var resp *backend.CallResourceResponse
 	err := ds.CallResource(context.Background(), &backend.CallResourceRequest{Method: http.MethodGet, Path: strings.Split(path, "?")[0], URL: path},

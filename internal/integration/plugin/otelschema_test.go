@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/querytest"
+	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
@@ -47,11 +49,11 @@ const (
 // rule of the adapter: eBPF counts as CPU time, a pprof-style service that
 // sends CPU time itself, values without timestamps and timestamps without
 // values, unsymbolized frames, resource and sample attributes, span links.
-func exporterFixture(t *testing.T) (*Datasource, []exporterRow, time.Time) {
+func exporterFixture(t *testing.T) (*plugin.Datasource, []exporterRow, time.Time) {
 	t.Helper()
 	srv := chtest.Get(t)
 	db := srv.NewDatabase(t)
-	createExporterTable(t, db, "profiles_x")
+	plugintest.CreateExporterTable(t, db, "profiles_x")
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	pod := func(p string) map[string]string {
 		return map[string]string{"k8s.pod.name": p, "k8s.namespace.name": "shop", "thread.name": "resource-thread"}
@@ -103,9 +105,9 @@ func exporterFixture(t *testing.T) (*Datasource, []exporterRow, time.Time) {
 		},
 	}
 	insertExporterRows(t, db, "profiles_x", rows)
-	settings := embeddedSettings(t, db)
+	settings := plugintest.EmbeddedSettings(t, db)
 	settings["profiles"] = map[string]any{"database": db, "schema": "otel", "otelTable": "profiles_x", "spanWindowPadding": "30"}
-	return instance(t, settings, map[string]string{"password": srv.Options.Auth.Password}), rows, at
+	return plugintest.Instance(t, settings, map[string]string{"password": srv.Options.Auth.Password}), rows, at
 }
 
 func insertExporterRows(t *testing.T, db, table string, rows []exporterRow) {
@@ -176,16 +178,16 @@ func TestOTelSchemaFlameGraphTableAndTypes(t *testing.T) {
 	} {
 		t.Run(tc.typeID, func(t *testing.T) {
 			wantSelf, wantTotal, sum := expectedFromRows(rows, tc.value, all)
-			flame := querytest.FlameRows(t, requireOK(t, f.query(t, map[string]any{"profileTypeId": tc.typeID}, from, to))[0], tc.unit)
+			flame := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": tc.typeID}, from, to))[0], tc.unit)
 			require.Equal(t, sum, flame[0].Value, "root total")
-			table := requireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": tc.typeID}, from, to))[0]
+			table := plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": tc.typeID}, from, to))[0]
 			requireTable(t, table, wantSelf, wantTotal)
 		})
 	}
 
 	// Frames are read root first: main is the root's only child and leaf
 	// sits under mid.
-	flame := flameRows(t, requireOK(t, f.query(t, map[string]any{"profileTypeId": "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}, from, to))[0])
+	flame := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}, from, to))[0], "ns")
 	require.Equal(t, "main", flame[1].Label)
 	require.Equal(t, int64(1), flame[1].Level)
 	levels := map[string]int64{}
@@ -203,7 +205,7 @@ func TestOTelSchemaSelectorsSpansAndSeries(t *testing.T) {
 	root := func(q map[string]any) int64 {
 		t.Helper()
 		q["profileTypeId"] = cpu
-		return rootValue(t, requireOK(t, f.query(t, q, from, to))[0])
+		return rootValue(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
 	}
 	sum := func(keep func(exporterRow) bool) int64 {
 		_, _, s := expectedFromRows(rows, cpuNanos, keep)
@@ -228,7 +230,7 @@ func TestOTelSchemaSelectorsSpansAndSeries(t *testing.T) {
 	require.Equal(t, sum(func(r exporterRow) bool { return r.traceID != "" }), root(map[string]any{"traceId": "0af7651916cd43dd8448eb211c80319c"}))
 
 	// Series per pod add up to each pod's CPU time.
-	frames := requireOK(t, f.query(t, map[string]any{"queryType": "metrics", "profileTypeId": cpu, "groupBy": []string{"k8s_pod_name"}}, from, to))
+	frames := plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "metrics", "profileTypeId": cpu, "groupBy": []string{"k8s_pod_name"}}, from, to))
 	got := map[string]int64{}
 	for _, fr := range frames {
 		value := fr.Fields[1]

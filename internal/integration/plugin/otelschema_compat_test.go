@@ -6,7 +6,6 @@ import (
 	"math"
 	"path"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/query"
@@ -45,7 +45,7 @@ func TestOTelExporterSchemaMatchesFlamehouse(t *testing.T) {
 		Exporters: map[string]any{"clickhouse": otelcoltest.ClickHouseExporter(srv, otelDB)},
 		Pipelines: map[string]otelcoltest.Pipeline{"profiles": {Exporters: []string{"clickhouse"}}},
 	})
-	exporter := &fixture{ds: instance(t, otelSettings(t, otelDB, query.DefaultOTelTable), nil)}
+	exporter := &fixture{ds: plugintest.Instance(t, plugintest.OTelSettings(t, otelDB, query.DefaultOTelTable), nil)}
 
 	start := time.Now().UTC().Truncate(time.Minute).Add(-5 * time.Minute)
 	reqs := compatWorkload(start)
@@ -82,15 +82,6 @@ func TestOTelExporterSchemaMatchesFlamehouse(t *testing.T) {
 			requireSameFlameGraph(t, ours, exporter, tc.q, from, to, true)
 		})
 	}
-}
-
-// otelSettings points a datasource at the exporter's table in database.
-func otelSettings(t testing.TB, database, table string) map[string]any {
-	t.Helper()
-	settings := embeddedSettings(t, database)
-	p := settings["profiles"].(map[string]any) // built by embeddedSettings
-	p["schema"], p["otelTable"] = "otel", table
-	return settings
 }
 
 // compatWorkload is two 5 s reports of three pods (4,000 events, 10% of
@@ -136,7 +127,7 @@ type compatWant struct {
 // samples keep selects from the OTLP requests themselves, independently of
 // either schema: weight = events × period, frames leaf first (a location's
 // lines innermost first), labelled as the datasource labels them on
-// Flamehouse's tables (kernel frames marked: querytest.MarkKinds; unmarked gives
+// Flamehouse's tables (kernel frames marked: oracleMarks; unmarked gives
 // the exporter table's labels), and a function's total counted once per
 // stack.
 func expectFromRequests(reqs []*collectorpb.ExportProfilesServiceRequest, keep func(sampleRef) bool) compatWant {
@@ -169,22 +160,12 @@ func expectFromRequests(reqs []*collectorpb.ExportProfilesServiceRequest, keep f
 func (w compatWant) unmarked() compatWant {
 	out := compatWant{sum: w.sum, self: map[string]int64{}, total: map[string]int64{}}
 	for l, v := range w.self {
-		out.self[withoutMark(l)] += v
+		out.self[plugintest.WithoutMark(l)] += v
 	}
 	for l, v := range w.total {
-		out.total[withoutMark(l)] += v
+		out.total[plugintest.WithoutMark(l)] += v
 	}
 	return out
-}
-
-// withoutMark is a label without a frame kind's mark.
-func withoutMark(label string) string {
-	for _, m := range []string{" [kernel]", " [native]"} {
-		if l, ok := strings.CutSuffix(label, m); ok {
-			return l
-		}
-	}
-	return label
 }
 
 // add counts one sample of value v with the given frame labels, leaf first.
@@ -285,22 +266,22 @@ func firstLink(t *testing.T, reqs []*collectorpb.ExportProfilesServiceRequest) s
 // sample and every event, so that the otel answers come from its table.
 func requireExporterRows(t *testing.T, database string, reqs []*collectorpb.ExportProfilesServiceRequest) {
 	t.Helper()
-	var want requestStats
+	var want plugintest.RequestStats
 	for _, req := range reqs {
-		st := countRequest(req)
-		want.samples += st.samples
-		want.events += st.events
+		st := plugintest.CountRequest(req)
+		want.Samples += st.Samples
+		want.Events += st.Events
 	}
 	var rows, stored int64
 	conn := chtest.Get(t).Open(t)
 	require.NoError(t, conn.QueryRow(context.Background(), "SELECT toInt64(count()), toInt64(sum(length(TimestampsUnixNano))) FROM "+
 		database+"."+query.DefaultOTelTable).Scan(&rows, &stored))
-	require.Equal(t, []int64{want.samples, want.events}, []int64{rows, stored}, "exporter rows and events")
+	require.Equal(t, []int64{want.Samples, want.Events}, []int64{rows, stored}, "exporter rows and events")
 }
 
 // withQuery returns the filters of base as a CPU query of queryType.
 func withQuery(base map[string]any, queryType string) map[string]any {
-	q := map[string]any{"profileTypeId": cpuType, "queryType": queryType}
+	q := map[string]any{"profileTypeId": plugintest.CPUType, "queryType": queryType}
 	for k, v := range base {
 		q[k] = v
 	}
@@ -311,16 +292,16 @@ func withQuery(base map[string]any, queryType string) map[string]any {
 // table and CPU time series against the oracle.
 func requireCompatAnswers(t *testing.T, f *fixture, base map[string]any, from, to time.Time, want compatWant) {
 	t.Helper()
-	rows := flameRows(t, requireOK(t, f.query(t, withQuery(base, query.TypeProfile), from, to))[0])
+	rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, withQuery(base, query.TypeProfile), from, to))[0], "ns")
 	require.Equal(t, want.sum, rows[0].Value, "flame graph root: the workload's CPU time")
 
 	tq := withQuery(base, query.TypeTable)
 	tq["limit"] = 10000
-	table := requireOK(t, f.query(t, tq, from, to))[0]
+	table := plugintest.RequireOK(t, f.query(t, tq, from, to))[0]
 	require.Less(t, table.Rows(), 10000, "the table lists every function")
 	requireTable(t, table, want.self, want.total)
 
-	series := requireOK(t, f.query(t, withQuery(base, query.TypeMetrics), from, to))
+	series := plugintest.RequireOK(t, f.query(t, withQuery(base, query.TypeMetrics), from, to))
 	require.InDelta(t, float64(want.sum), seriesNanos(t, series), 1000, "metrics: CPU time over the range, within a microsecond")
 }
 
@@ -348,11 +329,11 @@ func requireSameFlameGraph(t *testing.T, a, b *fixture, base map[string]any, fro
 	t.Helper()
 	q := withQuery(base, query.TypeProfile)
 	ra, rb := a.query(t, q, from, to), b.query(t, q, from, to)
-	rowsA := flameRows(t, requireOK(t, ra)[0])
+	rowsA := querytest.FlameRows(t, plugintest.RequireOK(t, ra)[0], "ns")
 	if unmarkA { // a's schema marks frame kinds, b's keeps no frame types
 		for i := range rowsA {
-			rowsA[i].Label = withoutMark(rowsA[i].Label)
+			rowsA[i].Label = plugintest.WithoutMark(rowsA[i].Label)
 		}
 	}
-	require.Equal(t, rowsA, flameRows(t, requireOK(t, rb)[0]), "the same flame graph from both schemas")
+	require.Equal(t, rowsA, querytest.FlameRows(t, plugintest.RequireOK(t, rb)[0], "ns"), "the same flame graph from both schemas")
 }

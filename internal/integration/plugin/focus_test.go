@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/querytest"
 )
 
@@ -56,12 +57,12 @@ func smallestFoldedParent(full, plain map[string]querytest.FlameRow) (parent str
 func TestFocusPathOpensOther(t *testing.T) {
 	f := newFixture(t, nil)
 	at := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
-	req, _ := report(t, at)
+	req, _ := plugintest.Report(t, at)
 	f.send(t, req)
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
 	query := func(q map[string]any) []querytest.FlameRow {
-		q["profileTypeId"] = cpuType
-		return flameRows(t, requireOK(t, f.query(t, q, from, to))[0])
+		q["profileTypeId"] = plugintest.CPUType
+		return querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0], "ns")
 	}
 	full := pathRows(query(map[string]any{"maxNodes": 1 << 20}))
 	const budget = 60
@@ -110,13 +111,13 @@ func TestFocusPathOpensOther(t *testing.T) {
 		}
 	}
 
-	resp := f.query(t, map[string]any{"profileTypeId": cpuType, "maxNodes": budget, "focusPath": []string{"no such function"}}, from, to)
-	frames := requireOK(t, resp)
-	require.Equal(t, plainRows, flameRows(t, frames[0]), "a path the answer does not have changes nothing")
+	resp := f.query(t, map[string]any{"profileTypeId": plugintest.CPUType, "maxNodes": budget, "focusPath": []string{"no such function"}}, from, to)
+	frames := plugintest.RequireOK(t, resp)
+	require.Equal(t, plainRows, querytest.FlameRows(t, frames[0], "ns"), "a path the answer does not have changes nothing")
 	require.Len(t, frames[0].Meta.Notices, 1)
 	require.Contains(t, frames[0].Meta.Notices[0].Text, "No stack goes through the focus path no such function")
 
-	bad := f.query(t, map[string]any{"queryType": "table", "profileTypeId": cpuType, "focusPath": []string{"main"}}, from, to)
+	bad := f.query(t, map[string]any{"queryType": "table", "profileTypeId": plugintest.CPUType, "focusPath": []string{"main"}}, from, to)
 	require.Error(t, bad.Error)
 	require.Contains(t, bad.Error.Error(), "focusPath opens a node of a flame graph")
 }

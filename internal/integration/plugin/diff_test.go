@@ -18,7 +18,9 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/pproftest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
@@ -225,8 +227,8 @@ func TestDiffMatchesPprof(t *testing.T) {
 	flatDiff, cumDiff := pprofDiffTop(t, beforePath, afterPath)
 	require.NotEmpty(t, nonZero(flatDiff))
 	require.NotEmpty(t, nonZero(cumDiff))
-	require.Contains(t, flatAfter, "github.com/flamehouse/flamehouse/pkg/plugin.diffHash", "the after profile ran the new function")
-	require.NotContains(t, flatBefore, "github.com/flamehouse/flamehouse/pkg/plugin.diffHash")
+	require.Contains(t, flatAfter, "github.com/flamehouse/flamehouse/internal/integration/plugin.diffHash", "the after profile ran the new function")
+	require.NotContains(t, flatBefore, "github.com/flamehouse/flamehouse/internal/integration/plugin.diffHash")
 
 	from, to := after.Add(-time.Minute), after.Add(4*time.Minute)
 	for _, tc := range []struct {
@@ -247,8 +249,8 @@ func TestDiffMatchesPprof(t *testing.T) {
 		}, from, to, 0.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := map[string]any{"queryType": "diff", "profileTypeId": cpuType, "labelSelector": tc.selector, "left": tc.left, "maxNodes": 100000}
-			frames := requireOK(t, f.query(t, q, tc.from, tc.to))
+			q := map[string]any{"queryType": "diff", "profileTypeId": plugintest.CPUType, "labelSelector": tc.selector, "left": tc.left, "maxNodes": 100000}
+			frames := plugintest.RequireOK(t, f.query(t, q, tc.from, tc.to))
 			require.Len(t, frames, 1)
 			rows := readDiffFrame(t, frames[0], "ns")
 			require.Equal(t, "total", rows[0].label)
@@ -353,7 +355,7 @@ func TestDiffTruncationKeepsWhatGrew(t *testing.T) {
 	sel := `{service_name="truncsvc"}`
 	from, to := at.Add(-time.Minute), at.Add(4*time.Minute)
 	for name, rng := range map[string][2]time.Time{"before": {from.Add(-time.Hour), to.Add(-time.Hour)}, "after": {from, to}} {
-		rows := flameRows(t, requireOK(t, f.query(t, map[string]any{"profileTypeId": cpuType, "labelSelector": sel, "maxNodes": maxNodes}, rng[0], rng[1]))[0])
+		rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": plugintest.CPUType, "labelSelector": sel, "maxNodes": maxNodes}, rng[0], rng[1]))[0], "ns")
 		require.LessOrEqual(t, len(rows), maxNodes, name)
 		others := 0
 		for _, r := range rows {
@@ -364,8 +366,8 @@ func TestDiffTruncationKeepsWhatGrew(t *testing.T) {
 		}
 		require.Positive(t, others, "%s: truncated", name)
 	}
-	q := map[string]any{"queryType": "diff", "profileTypeId": cpuType, "labelSelector": sel, "left": map[string]any{"offset": "1h"}, "maxNodes": maxNodes}
-	rows := readDiffFrame(t, requireOK(t, f.query(t, q, from, to))[0], "ns")
+	q := map[string]any{"queryType": "diff", "profileTypeId": plugintest.CPUType, "labelSelector": sel, "left": map[string]any{"offset": "1h"}, "maxNodes": maxNodes}
+	rows := readDiffFrame(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0], "ns")
 	require.LessOrEqual(t, len(rows), maxNodes)
 	var found *diffFrameRow
 	for i := range rows {
@@ -395,7 +397,7 @@ func TestDiffQueryErrors(t *testing.T) {
 		"empty range":      {"from": "now-1h", "to": "now-2h"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := f.query(t, map[string]any{"queryType": "diff", "profileTypeId": cpuType, "left": left}, now.Add(-time.Hour), now)
+			r := f.query(t, map[string]any{"queryType": "diff", "profileTypeId": plugintest.CPUType, "left": left}, now.Add(-time.Hour), now)
 			require.Error(t, r.Error)
 			require.Equal(t, backend.StatusBadRequest, r.Status)
 			require.Equal(t, backend.ErrorSourceDownstream, r.ErrorSource)

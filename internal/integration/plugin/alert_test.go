@@ -11,7 +11,9 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/querytest"
+	"github.com/flamehouse/flamehouse/pkg/plugin"
 )
 
 // alertQuery calls QueryData as Grafana's alert evaluation does: no
@@ -19,7 +21,7 @@ import (
 // maxDataPoints as the rule editor saves them) over the rule's relative
 // range, the headers the evaluator sets (FromAlert, X-Cache-Skip, the
 // rule's uid and org), and no user.
-func alertQuery(t *testing.T, ds *Datasource, q map[string]any, from, to time.Time) backend.DataResponse {
+func alertQuery(t *testing.T, ds *plugin.Datasource, q map[string]any, from, to time.Time) backend.DataResponse {
 	t.Helper()
 	model := maps.Clone(q)
 	model["refId"], model["intervalMs"], model["maxDataPoints"] = "A", 60000, 43200
@@ -125,7 +127,7 @@ func TestAlertQueries(t *testing.T) {
 			series := func(q map[string]any, unit string) map[string]map[time.Time]float64 {
 				t.Helper()
 				q["queryType"] = "metrics"
-				frames := requireOK(t, alertQuery(t, ds, q, from, to))
+				frames := plugintest.RequireOK(t, alertQuery(t, ds, q, from, to))
 				requireAlertSeries(t, frames)
 				return seriesPoints(t, frames, "k8s_pod_name", unit)
 			}
@@ -150,7 +152,7 @@ func TestAlertQueries(t *testing.T) {
 			// never a leaf
 			ones := heapShares(start, func(_ heapSnapshot, v int64) int64 { return v }, heapBytes)
 			require.Equal(t, ones, series(byPodQ(map[string]any{"function": "main", "ratio": true}), "percentunit"))
-			never := requireOK(t, alertQuery(t, ds, byPodQ(map[string]any{"queryType": "metrics", "function": "main", "functionValue": "self"}), from, to))
+			never := plugintest.RequireOK(t, alertQuery(t, ds, byPodQ(map[string]any{"queryType": "metrics", "function": "main", "functionValue": "self"}), from, to))
 			require.Len(t, never, 1)
 			require.Empty(t, never[0].Fields, "no stack ends in main: no data")
 			// without a function, a ratio is a pod's share of all pods
@@ -178,7 +180,7 @@ func TestAlertQueries(t *testing.T) {
 
 			// no samples: the data plane's empty answer (a typed frame without fields), which alert rules read
 			// as no data
-			empty := requireOK(t, alertQuery(t, ds, map[string]any{
+			empty := plugintest.RequireOK(t, alertQuery(t, ds, map[string]any{
 				"queryType": "metrics", "profileTypeId": allocSpace,
 				"labelSelector": `{service_name="nobody"}`,
 			}, from, to))
@@ -187,11 +189,11 @@ func TestAlertQueries(t *testing.T) {
 			require.Equal(t, data.FrameTypeTimeSeriesMulti, empty[0].Meta.Type)
 
 			// both: the series only
-			frames := requireOK(t, alertQuery(t, ds, map[string]any{"queryType": "both", "profileTypeId": allocSpace}, from, to))
+			frames := plugintest.RequireOK(t, alertQuery(t, ds, map[string]any{"queryType": "both", "profileTypeId": allocSpace}, from, to))
 			requireAlertSeries(t, frames)
 
 			// a table: one number per function, labelled by it
-			frames = requireOK(t, alertQuery(t, ds, map[string]any{"queryType": "table", "profileTypeId": allocSpace}, from, to))
+			frames = plugintest.RequireOK(t, alertQuery(t, ds, map[string]any{"queryType": "table", "profileTypeId": allocSpace}, from, to))
 			require.Len(t, frames, 1)
 			require.Equal(t, data.FrameTypeNumericLong, frames[0].Meta.Type)
 			require.Equal(t, []data.FieldType{data.FieldTypeString, data.FieldTypeFloat64}, []data.FieldType{frames[0].Fields[0].Type(), frames[0].Fields[1].Type()})
@@ -241,7 +243,7 @@ func TestFunctionFilterOnFlameGraphs(t *testing.T) {
 			root := func(extra map[string]any) int64 {
 				q := map[string]any{"profileTypeId": allocSpace}
 				maps.Copy(q, extra)
-				frames := requireOK(t, navQuery(t, ds, q, from, to))
+				frames := plugintest.RequireOK(t, navQuery(t, ds, q, from, to))
 				if frames[0].Rows() == 0 {
 					return 0
 				}

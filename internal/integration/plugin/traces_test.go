@@ -25,6 +25,9 @@ import (
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
+	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
 
@@ -73,20 +76,20 @@ var navSpans = []navSpan{
 type navWorld struct {
 	start      time.Time // the trace's start
 	reqs       []*collectorpb.ExportProfilesServiceRequest
-	ours, otel *Datasource
+	ours, otel *plugin.Datasource
 	// noTraces reads the same profiles from a database without
 	// otel_traces; otelNoTraces reads the exporter's profiles with its
 	// traces database pointed there.
-	noTraces, otelNoTraces *Datasource
+	noTraces, otelNoTraces *plugin.Datasource
 }
 
 func newNavWorld(t *testing.T) *navWorld {
 	t.Helper()
 	srv := chtest.Get(t)
 	bin := otelcoltest.Build(t, otelcoltest.ClickHouseCollector)
-	padding := map[string]any{"spanWindowPadding": "30", "defaultProfileType": cpuType}
+	padding := map[string]any{"spanWindowPadding": "30", "defaultProfileType": plugintest.CPUType}
 	ours := newFixture(t, padding)
-	db := ours.ds.settings.Profiles.Database
+	db := ours.tables.Database
 	col := otelcoltest.Start(t, bin, otelcoltest.Config{
 		Exporters: map[string]any{"clickhouse": otelcoltest.ClickHouseExporter(srv, db)},
 		Pipelines: map[string]otelcoltest.Pipeline{
@@ -108,13 +111,13 @@ func newNavWorld(t *testing.T) *navWorld {
 	bare := newFixture(t, padding)
 	exportAll(t, bare.ingest.GRPCAddress(), w.reqs)
 	w.noTraces = bare.ds
-	otel := otelSettings(t, db, query.DefaultOTelTable)
+	otel := plugintest.OTelSettings(t, db, query.DefaultOTelTable)
 	for k, v := range padding {
 		otel["profiles"].(map[string]any)[k] = v // built by otelSettings
 	}
-	w.otel = instance(t, otel, nil)
-	otel["profiles"].(map[string]any)["tracesDatabase"] = bare.ds.settings.Profiles.Database
-	w.otelNoTraces = instance(t, otel, nil)
+	w.otel = plugintest.Instance(t, otel, nil)
+	otel["profiles"].(map[string]any)["tracesDatabase"] = bare.tables.Database
+	w.otelNoTraces = plugintest.Instance(t, otel, nil)
 	return w
 }
 
@@ -234,7 +237,7 @@ func ofSpan(span string) func(sampleRef) bool {
 }
 
 // query runs one query as Grafana does, with this datasource's uid.
-func navQuery(t *testing.T, ds *Datasource, q map[string]any, from, to time.Time) backend.DataResponse {
+func navQuery(t *testing.T, ds *plugin.Datasource, q map[string]any, from, to time.Time) backend.DataResponse {
 	t.Helper()
 	raw, err := json.Marshal(q)
 	require.NoError(t, err)
@@ -248,26 +251,16 @@ func navQuery(t *testing.T, ds *Datasource, q map[string]any, from, to time.Time
 	return resp.Responses["A"]
 }
 
-// flameRoot is a flame graph query's total (0 without data).
-func flameRoot(t *testing.T, ds *Datasource, q map[string]any, from, to time.Time) int64 {
-	t.Helper()
-	frames := requireOK(t, navQuery(t, ds, q, from, to))
-	if frames[0].Rows() == 0 {
-		return 0
-	}
-	return flameRows(t, frames[0])[0].Value
-}
-
 // followLink runs an internal link's query through QueryData over a time
 // range, with ${__value.raw} replaced by value as Grafana interpolates it.
-func followLink(t *testing.T, ds *Datasource, link data.DataLink, value string, from, to time.Time) data.Frames {
+func followLink(t *testing.T, ds *plugin.Datasource, link data.DataLink, value string, from, to time.Time) data.Frames {
 	t.Helper()
 	return runLink(t, ds, link, "${__value.raw}", value, from, to)
 }
 
 // runLink runs an internal link's query with one Grafana variable filled
 // in, as Grafana does when the link is followed.
-func runLink(t *testing.T, ds *Datasource, link data.DataLink, variable, value string, from, to time.Time) data.Frames {
+func runLink(t *testing.T, ds *plugin.Datasource, link data.DataLink, variable, value string, from, to time.Time) data.Frames {
 	t.Helper()
 	require.NotNil(t, link.Internal)
 	require.Equal(t, navUID, link.Internal.DatasourceUID, "the link opens this datasource")
@@ -276,12 +269,12 @@ func runLink(t *testing.T, ds *Datasource, link data.DataLink, variable, value s
 	raw = []byte(strings.ReplaceAll(string(raw), variable, value))
 	var q map[string]any
 	require.NoError(t, json.Unmarshal(raw, &q))
-	return requireOK(t, navQuery(t, ds, q, from, to))
+	return plugintest.RequireOK(t, navQuery(t, ds, q, from, to))
 }
 
 // followLinkAt runs a series link's query as Grafana does for a click on
 // the point at a time: ${__value.time} is the point's Unix milliseconds.
-func followLinkAt(t *testing.T, ds *Datasource, link data.DataLink, at, from, to time.Time) data.Frames {
+func followLinkAt(t *testing.T, ds *plugin.Datasource, link data.DataLink, at, from, to time.Time) data.Frames {
 	t.Helper()
 	return runLink(t, ds, link, "${__value.time}", strconv.FormatInt(at.UnixMilli(), 10), from, to)
 }
@@ -289,7 +282,7 @@ func followLinkAt(t *testing.T, ds *Datasource, link data.DataLink, at, from, to
 // rootValue is a flame graph's total (0 when empty).
 func rootValue(t *testing.T, f *data.Frame) int64 {
 	t.Helper()
-	rows := flameRows(t, f)
+	rows := querytest.FlameRows(t, f, "ns")
 	if len(rows) == 0 {
 		return 0
 	}
@@ -348,10 +341,10 @@ func tagMap(t *testing.T, raw json.RawMessage) map[string]any {
 // span's samples only.
 func TestTraceFrameMarksSpansWithProfiles(t *testing.T) {
 	w := newNavWorld(t)
-	for name, ds := range map[string]*Datasource{"flamehouse": w.ours, "otel": w.otel} {
+	for name, ds := range map[string]*plugin.Datasource{"flamehouse": w.ours, "otel": w.otel} {
 		t.Run(name, func(t *testing.T) {
 			// A narrow range: the lookup table bounds the read.
-			frames := requireOK(t, navQuery(t, ds, map[string]any{"queryType": "traces", "traceId": strings.ToUpper(navTrace)},
+			frames := plugintest.RequireOK(t, navQuery(t, ds, map[string]any{"queryType": "traces", "traceId": strings.ToUpper(navTrace)},
 				w.start, w.start.Add(time.Millisecond)))
 			require.Len(t, frames, 1)
 			f := frames[0]
@@ -431,7 +424,7 @@ func TestTraceFrameMarksSpansWithProfiles(t *testing.T) {
 			require.Len(t, links, 1)
 			require.Equal(t, query.LinkSpanProfiles, links[0].Title)
 			require.Equal(t, map[string]any{
-				"queryType": "profile", "profileTypeId": cpuType, "labelSelector": "{}", "spanSelector": []string{"${__value.raw}"},
+				"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": "{}", "spanSelector": []string{"${__value.raw}"},
 			}, links[0].Internal.Query)
 			for _, s := range navSpans[1:] {
 				frames := followLink(t, ds, links[0], s.id, w.start.Add(s.start), w.start.Add(s.end))
@@ -441,7 +434,7 @@ func TestTraceFrameMarksSpansWithProfiles(t *testing.T) {
 					require.Zero(t, frames[0].Rows(), s.name)
 					continue
 				}
-				rows := flameRows(t, frames[0])
+				rows := querytest.FlameRows(t, frames[0], "ns")
 				require.Equal(t, want, rows[0].Value, "%s: the span's CPU time", s.name)
 			}
 		})
@@ -468,10 +461,10 @@ func TestTraceWideReadsDropLeakedTraceContext(t *testing.T) {
 	require.Equal(t, inTrace+w.sentCPU(ofSpan(spanLeaked)), withLeak)
 	require.Positive(t, inTrace)
 	from, to := w.start.Add(-time.Minute), w.start.Add(time.Minute)
-	trace := map[string]any{"profileTypeId": cpuType, "traceId": navTrace}
+	trace := map[string]any{"profileTypeId": plugintest.CPUType, "traceId": navTrace}
 	for _, tc := range []struct {
 		name string
-		ds   *Datasource
+		ds   *plugin.Datasource
 		want int64
 	}{
 		{"flamehouse", w.ours, inTrace},
@@ -480,10 +473,10 @@ func TestTraceWideReadsDropLeakedTraceContext(t *testing.T) {
 		{"otel without otel_traces", w.otelNoTraces, withLeak},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, flameRoot(t, tc.ds, trace, from, to), "flame graph")
+			require.Equal(t, tc.want, plugintest.FlameRoot(t, tc.ds, trace, from, to), "flame graph")
 
 			tq := withQuery(trace, "table")
-			table := requireOK(t, navQuery(t, tc.ds, tq, from, to))[0]
+			table := plugintest.RequireOK(t, navQuery(t, tc.ds, tq, from, to))[0]
 			var self int64
 			for i := range table.Rows() {
 				v, _ := table.Fields[1].ConcreteAt(i)
@@ -491,10 +484,10 @@ func TestTraceWideReadsDropLeakedTraceContext(t *testing.T) {
 			}
 			require.Equal(t, tc.want, self, "table: self adds up to the total")
 
-			series := requireOK(t, navQuery(t, tc.ds, withQuery(trace, "metrics"), from, to))
+			series := plugintest.RequireOK(t, navQuery(t, tc.ds, withQuery(trace, "metrics"), from, to))
 			require.InDelta(t, float64(tc.want), seriesNanos(t, series), 1000, "metrics")
 
-			spans := requireOK(t, navQuery(t, tc.ds, withQuery(trace, "spans"), from, to))[0]
+			spans := plugintest.RequireOK(t, navQuery(t, tc.ds, withQuery(trace, "spans"), from, to))[0]
 			ids, _ := spans.FieldByName("spanID")
 			var got []string
 			for i := range ids.Len() {
@@ -510,9 +503,9 @@ func TestTraceWideReadsDropLeakedTraceContext(t *testing.T) {
 
 	// The trace's bounds replace the query's range: an hour away from it.
 	away := w.start.Add(-2 * time.Hour)
-	require.Equal(t, inTrace, flameRoot(t, w.ours, trace, away, away.Add(time.Minute)))
-	require.Equal(t, inTrace, flameRoot(t, w.otel, trace, away, away.Add(time.Minute)))
-	require.Zero(t, flameRoot(t, w.noTraces, trace, away, away.Add(time.Minute)), "without otel_traces the query's range holds")
+	require.Equal(t, inTrace, plugintest.FlameRoot(t, w.ours, trace, away, away.Add(time.Minute)))
+	require.Equal(t, inTrace, plugintest.FlameRoot(t, w.otel, trace, away, away.Add(time.Minute)))
+	require.Zero(t, plugintest.FlameRoot(t, w.noTraces, trace, away, away.Add(time.Minute)), "without otel_traces the query's range holds")
 
 	// A traces query needs the spans table.
 	r := navQuery(t, w.noTraces, map[string]any{"queryType": "traces", "traceId": navTrace}, from, to)
@@ -564,13 +557,13 @@ func TestSpansRankByProfileValue(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for name, ds := range map[string]*Datasource{"flamehouse": w.ours, "otel": w.otel} {
+			for name, ds := range map[string]*plugin.Datasource{"flamehouse": w.ours, "otel": w.otel} {
 				t.Run(name, func(t *testing.T) {
-					q := map[string]any{"queryType": "spans", "profileTypeId": cpuType, "labelSelector": tc.selector}
+					q := map[string]any{"queryType": "spans", "profileTypeId": plugintest.CPUType, "labelSelector": tc.selector}
 					if tc.limit > 0 {
 						q["limit"] = tc.limit
 					}
-					frames := requireOK(t, navQuery(t, ds, q, from, to))
+					frames := plugintest.RequireOK(t, navQuery(t, ds, q, from, to))
 					require.Len(t, frames, 1)
 					f := frames[0]
 					require.Equal(t, "spans", f.Name)
@@ -600,11 +593,11 @@ func TestSpansRankByProfileValue(t *testing.T) {
 					require.Len(t, links, 1)
 					require.Equal(t, query.LinkSpanFlameGraph, links[0].Title)
 					require.Equal(t, map[string]any{
-						"queryType": "profile", "profileTypeId": cpuType, "labelSelector": tc.selector, "spanSelector": []string{"${__value.raw}"},
+						"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": tc.selector, "spanSelector": []string{"${__value.raw}"},
 					}, links[0].Internal.Query)
 					require.Equal(t, &data.TimeRange{From: from, To: to}, links[0].Internal.Range)
 					top := followLink(t, ds, links[0], got[0].span, links[0].Internal.Range.From, links[0].Internal.Range.To)
-					require.Equal(t, got[0].value, flameRows(t, top[0])[0].Value, "the link opens the span's flame graph")
+					require.Equal(t, got[0].value, querytest.FlameRows(t, top[0], "ns")[0].Value, "the link opens the span's flame graph")
 				})
 			}
 		})
@@ -620,10 +613,10 @@ func TestSeriesLinkToTheirFlameGraph(t *testing.T) {
 	from, to := w.start.Add(-time.Minute), w.start.Add(time.Minute)
 	// "$^" never matches: a $ that Grafana must not take for a variable.
 	selector := `{service_name=~"checkout|batch-job|$^"}`
-	for name, ds := range map[string]*Datasource{"flamehouse": w.ours, "otel": w.otel} {
+	for name, ds := range map[string]*plugin.Datasource{"flamehouse": w.ours, "otel": w.otel} {
 		t.Run(name, func(t *testing.T) {
-			q := map[string]any{"queryType": "metrics", "profileTypeId": cpuType, "labelSelector": selector, "groupBy": []string{"k8s.pod.name"}}
-			frames := requireOK(t, navQuery(t, ds, q, from, to))
+			q := map[string]any{"queryType": "metrics", "profileTypeId": plugintest.CPUType, "labelSelector": selector, "groupBy": []string{"k8s.pod.name"}}
+			frames := plugintest.RequireOK(t, navQuery(t, ds, q, from, to))
 			require.Len(t, frames, 2)
 			for _, f := range frames {
 				value := f.Fields[1]
@@ -632,7 +625,7 @@ func TestSeriesLinkToTheirFlameGraph(t *testing.T) {
 				link := value.Config.Links[0]
 				require.Equal(t, query.LinkSeriesFlameGraph, link.Title)
 				require.Equal(t, map[string]any{
-					"queryType": "profile", "profileTypeId": cpuType,
+					"queryType": "profile", "profileTypeId": plugintest.CPUType,
 					"labelSelector": `{service_name=~"checkout|batch-job|\x24^", "k8s.pod.name"="` + pod + `"}`,
 					"intervalStart": "${__value.time}", "intervalSeconds": int64(60),
 				}, link.Internal.Query)

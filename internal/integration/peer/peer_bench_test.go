@@ -1,4 +1,4 @@
-package plugin
+package peer
 
 import (
 	"bufio"
@@ -30,13 +30,17 @@ import (
 	"github.com/flamehouse/flamehouse/internal/benchmem"
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/internal/pyroscopetest"
 	"github.com/flamehouse/flamehouse/pkg/ingest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
+	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/query"
 	"github.com/flamehouse/flamehouse/pkg/query/flame"
 )
+
+func TestMain(m *testing.M) { chtest.Main(m) }
 
 // Peer benchmark knobs and fixed parameters.
 const (
@@ -120,7 +124,8 @@ const (
 // each system's own query API: the datasource's QueryData for Flamehouse
 // (and for the exporter's table in the sparse phase), Pyroscope's
 // SelectMergeStacktraces over connect. Cold is, for the datasource, a
-// fresh symbol cache every run; for Pyroscope, the first run of a query.
+// new datasource every run (a fresh symbol cache; its connection open);
+// for Pyroscope, the first run of a query.
 //
 // Answers must agree, or the benchmark fails: every system's flame graph
 // root over a phase's range is the workload's CPU time computed from the
@@ -276,9 +281,9 @@ type peerWorkload struct {
 func newPeerWorkload(b *testing.B) *peerWorkload {
 	b.Helper()
 	cfg := profilegen.DefaultConfig()
-	cfg.SamplesPerSecond = benchEnv(b, "FLAMEHOUSE_PEER_RATE", 10)
+	cfg.SamplesPerSecond = plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_RATE", 10)
 	cfg.ReportInterval = peerReportInterval
-	hours := benchEnv(b, "FLAMEHOUSE_PEER_HOURS", 24)
+	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_HOURS", 24)
 	events := int(float64(cfg.SamplesPerSecond) * cfg.ReportInterval.Seconds())
 	groups := (events + peerMaxEventsPerRequest - 1) / peerMaxEventsPerRequest
 	return newWorkload(b, "sparse", cfg, time.Duration(hours)*time.Hour, (cfg.Pods+groups-1)/groups, nil)
@@ -293,7 +298,7 @@ func newPeerWorkload(b *testing.B) *peerWorkload {
 func newDenseWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 	b.Helper()
 	cfg := profilegen.DefaultConfig()
-	span := time.Duration(benchEnv(b, "FLAMEHOUSE_PEER_DENSE_SECONDS", 600)) * time.Second
+	span := time.Duration(plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_DENSE_SECONDS", 600)) * time.Second
 	return newWorkload(b, "dense", cfg, span, cfg.Pods/peerDenseNodes, sparse)
 }
 
@@ -301,7 +306,7 @@ func newDenseWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 // 40 processes over FLAMEHOUSE_PEER_CLUSTER_SECONDS seconds.
 func newClusterWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 	b.Helper()
-	span := time.Duration(benchEnv(b, "FLAMEHOUSE_PEER_CLUSTER_SECONDS", 60)) * time.Second
+	span := time.Duration(plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_CLUSTER_SECONDS", 60)) * time.Second
 	return newWorkload(b, "cluster", profilegen.WCluster(), span, profilegen.WClusterPodsPerNode, sparse)
 }
 
@@ -310,7 +315,7 @@ func newClusterWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 func newAgentWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 	b.Helper()
 	cfg := profilegen.Agent()
-	span := time.Duration(benchEnv(b, "FLAMEHOUSE_PEER_AGENT_MINUTES", 60)) * time.Minute
+	span := time.Duration(plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_AGENT_MINUTES", 60)) * time.Minute
 	return newWorkload(b, "agent", cfg, span, cfg.Pods, sparse)
 }
 
@@ -326,7 +331,7 @@ func newWorkload(b *testing.B, name string, cfg profilegen.Config, span time.Dur
 		start: end.Add(-span), end: end, queryTo: end.Add(17 * time.Second),
 	}
 	if like == nil {
-		w.runs, w.senders = benchEnv(b, "FLAMEHOUSE_PEER_RUNS", 3), benchEnv(b, "FLAMEHOUSE_PEER_SENDERS", 32)
+		w.runs, w.senders = plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_RUNS", 3), plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_SENDERS", 32)
 	} else {
 		w.runs, w.senders = like.runs, like.senders
 	}
@@ -392,41 +397,17 @@ func (l *peerLoad) add(out io.Writer, req *collectorpb.ExportProfilesServiceRequ
 		return fmt.Errorf("a request of %d bytes exceeds the Collector's 4 MiB gRPC receive limit: split the reports by pod", len(body))
 	}
 	l.maxBody = max(l.maxBody, len(body))
-	st := countRequest(req)
+	st := plugintest.CountRequest(req)
 	l.requests++
-	l.events += st.events
-	l.samples += st.samples
-	l.cpuNanos += st.cpuNanos
+	l.events += st.Events
+	l.samples += st.Samples
+	l.cpuNanos += st.CPUNanos
 	l.payload += int64(len(body))
 	if err := binary.Write(out, binary.LittleEndian, uint32(len(body))); err != nil {
 		return fmt.Errorf("write the request file: %w", err)
 	}
 	_, err = out.Write(body)
 	return err
-}
-
-// requestStats is what one request holds.
-type requestStats struct {
-	samples, events, cpuNanos int64
-}
-
-// countRequest counts a request's samples and events and its CPU time
-// (events × period), from the request alone.
-func countRequest(req *collectorpb.ExportProfilesServiceRequest) requestStats {
-	var st requestStats
-	for _, rp := range req.GetResourceProfiles() {
-		for _, sp := range rp.GetScopeProfiles() {
-			for _, p := range sp.GetProfiles() {
-				for _, s := range p.GetSamples() {
-					n := int64(len(s.GetTimestampsUnixNano()))
-					st.samples++
-					st.events += n
-					st.cpuNanos += n * p.GetPeriod()
-				}
-			}
-		}
-	}
-	return st
 }
 
 // bodies maps the request file outside the Go heap (so that the senders'
@@ -482,10 +463,11 @@ type peerSide struct {
 	// A ClickHouse side: its database, and the one table that the disk
 	// measurement is limited to ("": every table of the database); a
 	// datasource on it.
-	db    string
-	table string
-	conn  clickhouse.Conn
-	f     *fixture
+	db       string
+	table    string
+	conn     clickhouse.Conn
+	ds       *plugin.Datasource
+	settings map[string]any // ds's, for a new one (coldDatasource)
 
 	// A Pyroscope side: the server and the phase's tenant.
 	pyro   *pyroscopetest.Server
@@ -515,7 +497,7 @@ type peerSide struct {
 // heap is this process's (the senders' bodies are outside the Go heap).
 func newOursSide(b *testing.B) *peerSide {
 	b.Helper()
-	conn, tables := migrated(b)
+	conn, tables := plugintest.Migrated(b)
 	cfg := ingest.DefaultConfig()
 	cfg.Receiver.GRPCListenAddress, cfg.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Writer.MinBatchSamples = peerMinBatchSamples(b)
@@ -523,11 +505,11 @@ func newOursSide(b *testing.B) *peerSide {
 	require.NoError(b, err)
 	require.NoError(b, services.StartAndAwaitRunning(context.Background(), in))
 	b.Cleanup(func() { _ = services.StopAndAwaitTerminated(context.Background(), in) })
-	settings := embeddedSettings(b, tables.Database)
-	settings["profiles"].(map[string]any)["schema"] = "flamehouse" // built by embeddedSettings
+	settings := plugintest.EmbeddedSettings(b, tables.Database)
+	settings["profiles"].(map[string]any)["schema"] = "flamehouse" // built by EmbeddedSettings
 	return &peerSide{
 		name: "flamehouse", addr: in.GRPCAddress(), db: tables.Database, conn: conn,
-		f:    &fixture{ds: instance(b, settings, nil), ingest: in},
+		ds: plugintest.Instance(b, settings, nil), settings: settings,
 		heap: benchmem.GoHeapInuse, heapEvery: 20 * time.Millisecond, settle: func() { runtime.GC(); runtime.GC() },
 	}
 }
@@ -537,7 +519,7 @@ func newOursSide(b *testing.B) *peerSide {
 // The 32 sparse requests in flight hold 19,200 rows, below the default:
 // the writers then start when the senders go quiet (quiet_interval).
 func peerMinBatchSamples(b *testing.B) int {
-	return benchEnv(b, "FLAMEHOUSE_PEER_MIN_BATCH_SAMPLES", writer.DefaultConfig().MinBatchSamples)
+	return plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_MIN_BATCH_SAMPLES", writer.DefaultConfig().MinBatchSamples)
 }
 
 // newCollectorSide is the Flamehouse Collector distribution with the
@@ -559,11 +541,11 @@ func newCollectorSide(b *testing.B) *peerSide {
 		Exporters: map[string]any{"flamehouse": exp},
 		Pipelines: map[string]otelcoltest.Pipeline{"profiles": {Exporters: []string{"flamehouse"}}},
 	})
-	settings := embeddedSettings(b, db)
-	settings["profiles"].(map[string]any)["schema"] = "flamehouse" // built by embeddedSettings
+	settings := plugintest.EmbeddedSettings(b, db)
+	settings["profiles"].(map[string]any)["schema"] = "flamehouse" // built by EmbeddedSettings
 	return &peerSide{
 		name: "collector", addr: col.GRPCEndpoint, db: db, conn: srv.Open(b),
-		f: &fixture{ds: instance(b, settings, nil)},
+		ds: plugintest.Instance(b, settings, nil), settings: settings,
 	}
 }
 
@@ -584,9 +566,10 @@ func newExporterSide(b *testing.B) *peerSide {
 		Exporters: map[string]any{"clickhouse": exp},
 		Pipelines: map[string]otelcoltest.Pipeline{"profiles": {Exporters: []string{"clickhouse"}}},
 	})
+	settings := plugintest.OTelSettings(b, db, query.DefaultOTelTable)
 	return &peerSide{
 		name: "exporter", addr: col.GRPCEndpoint, db: db, table: query.DefaultOTelTable, conn: srv.Open(b),
-		f: &fixture{ds: instance(b, otelSettings(b, db, query.DefaultOTelTable), nil)},
+		ds: plugintest.Instance(b, settings, nil), settings: settings,
 	}
 }
 
@@ -786,8 +769,8 @@ func (w *peerWorkload) queries() []peerQuery {
 		peerQuery{name: "table-24h", kind: query.TypeTable, from: w.end.Add(-24 * time.Hour)})
 }
 
-// runQueries times each query: on a ClickHouse side runs times with a
-// fresh symbol cache ("-cold") and runs times with the cache the previous
+// runQueries times each query: on a ClickHouse side runs times on a new
+// datasource ("-cold", coldDatasource) and runs times with the cache the previous
 // run filled; on Pyroscope once ("-cold", its first run of the query) and
 // then runs times. It keeps each flame graph's root.
 func (s *peerSide) runQueries(b *testing.B, w *peerWorkload) {
@@ -809,8 +792,9 @@ func (s *peerSide) runQueries(b *testing.B, w *peerWorkload) {
 				}
 			}
 			for range runs {
-				if !warm && s.f != nil {
-					s.f.ds.symbols = query.NewSymbols(cachedFrameIDs, cachedLabels)
+				if !warm && s.ds != nil {
+					s.ds.Dispose()
+					s.ds = coldDatasource(b, s.settings)
 				}
 				t0 := time.Now()
 				root := s.queryOnce(b, q, w.queryTo)
@@ -823,6 +807,20 @@ func (s *peerSide) runQueries(b *testing.B, w *peerWorkload) {
 	}
 }
 
+// coldDatasource is a new datasource from JSON settings, as Grafana
+// creates one when the plugin starts: nothing cached (stacks, frame
+// labels, symbol tables, answers). A health check, which must pass, opens
+// its connection and learns its user's tenant first, so that the time of a
+// query on it is the query's own.
+func coldDatasource(b *testing.B, settings map[string]any) *plugin.Datasource {
+	b.Helper()
+	ds := plugintest.Instance(b, settings, nil)
+	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
+	require.NoError(b, err)
+	require.Equal(b, backend.HealthStatusOk, res.Status, res.Message)
+	return ds
+}
+
 // queryOnce runs a query and returns its flame graph's root (0 for a
 // table).
 func (s *peerSide) queryOnce(b *testing.B, q peerQuery, to time.Time) int64 {
@@ -830,11 +828,11 @@ func (s *peerSide) queryOnce(b *testing.B, q peerQuery, to time.Time) int64 {
 	if s.pyro != nil {
 		return s.pyroscopeFlameRoot(b, q, to)
 	}
-	r := s.f.query(b, peerQueryJSON(q), q.from, to)
+	r := plugintest.Query(b, s.ds, peerQueryJSON(q), q.from, to)
 	require.NoError(b, r.Error, "%s %s", s.name, q.name)
 	require.Positive(b, r.Frames[0].Rows(), "%s %s", s.name, q.name)
 	if q.kind == query.TypeProfile {
-		return flameRootValue(r)
+		return plugintest.FlameRootValue(r)
 	}
 	return 0
 }
@@ -845,7 +843,7 @@ func peerQueryJSON(q peerQuery) map[string]any {
 	if q.pod {
 		selector = `{service_name="checkout", k8s_pod_name="` + peerPod + `"}`
 	}
-	js := map[string]any{"queryType": q.kind, "profileTypeId": cpuType, "labelSelector": selector, "maxNodes": peerMaxNodes}
+	js := map[string]any{"queryType": q.kind, "profileTypeId": plugintest.CPUType, "labelSelector": selector, "maxNodes": peerMaxNodes}
 	if q.limit > 0 {
 		js["limit"] = q.limit
 	}
@@ -859,12 +857,6 @@ func (s *peerSide) flameRoot(b *testing.B, q peerQuery, to time.Time) int64 {
 	return s.queryOnce(b, q, to)
 }
 
-// flameRootValue is a flame graph response's root value.
-func flameRootValue(r backend.DataResponse) int64 {
-	v, _ := r.Frames[0].Fields[1].ConcreteAt(0)
-	return v.(int64) // the value field is int64
-}
-
 // topFunctions is the side's top functions by self over [from, to): the
 // datasource's top table, or Pyroscope's merged profile labelled as the
 // datasource labels frames.
@@ -873,7 +865,7 @@ func (s *peerSide) topFunctions(b *testing.B, from, to time.Time) []flame.Functi
 	if s.pyro != nil {
 		return s.pyroscopeTop(b, from, to)
 	}
-	r := s.f.query(b, peerQueryJSON(peerQuery{kind: query.TypeTable, limit: peerTopFunctions}), from, to)
+	r := plugintest.Query(b, s.ds, peerQueryJSON(peerQuery{kind: query.TypeTable, limit: peerTopFunctions}), from, to)
 	require.NoError(b, r.Error, "%s top table", s.name)
 	fr := r.Frames[0]
 	fns := make([]flame.Function, fr.Rows())

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/stretchr/testify/require"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -24,6 +23,7 @@ import (
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
 
@@ -44,7 +44,7 @@ import (
 func TestCollectorDistributionMatchesIngest(t *testing.T) {
 	srv := chtest.Get(t)
 	bin := otelcoltest.BuildDistribution(t)
-	padding := map[string]any{"spanWindowPadding": "30", "defaultProfileType": cpuType}
+	padding := map[string]any{"spanWindowPadding": "30", "defaultProfileType": plugintest.CPUType}
 	ours := newFixture(t, padding)
 	db := srv.NewDatabase(t)
 
@@ -87,16 +87,16 @@ func TestCollectorDistributionMatchesIngest(t *testing.T) {
 	require.Eventually(t, func() bool {
 		var cpu int64
 		var spanRows uint64
-		_ = conn.QueryRow(context.Background(), "SELECT toInt64(sum(Value)) FROM "+db+".otel_profile_samples WHERE ProfileType = ?", cpuType).Scan(&cpu)
+		_ = conn.QueryRow(context.Background(), "SELECT toInt64(sum(Value)) FROM "+db+".otel_profile_samples WHERE ProfileType = ?", plugintest.CPUType).Scan(&cpu)
 		_ = conn.QueryRow(context.Background(), "SELECT count() FROM "+db+".otel_traces").Scan(&spanRows)
 		return cpu == all.sum && spanRows == 2
 	}, time.Minute, 100*time.Millisecond, "the profiles and spans reach ClickHouse; log:\n%s", col.Logs())
 
-	settings := embeddedSettings(t, db)
+	settings := plugintest.EmbeddedSettings(t, db)
 	for k, v := range padding {
 		settings["profiles"].(map[string]any)[k] = v // built by embeddedSettings
 	}
-	viaCollector := &fixture{ds: instance(t, settings, nil)}
+	viaCollector := &fixture{ds: plugintest.Instance(t, settings, nil)}
 
 	pod, link := "checkout-002", spans[0]
 	from, to := start.Add(-time.Minute), time.Now()
@@ -121,7 +121,7 @@ func TestCollectorDistributionMatchesIngest(t *testing.T) {
 
 	t.Run("span links", func(t *testing.T) {
 		for _, s := range spans {
-			frames := requireOK(t, navQuery(t, viaCollector.ds, map[string]any{"queryType": "traces", "traceId": s.trace}, from, to))
+			frames := plugintest.RequireOK(t, navQuery(t, viaCollector.ds, map[string]any{"queryType": "traces", "traceId": s.trace}, from, to))
 			require.Len(t, frames, 1)
 			f := frames[0]
 			ids, _ := f.FieldByName("spanID")
@@ -135,15 +135,9 @@ func TestCollectorDistributionMatchesIngest(t *testing.T) {
 			flame := followLink(t, viaCollector.ds, marks.Config.Links[0], *mark, start, start.Add(10*time.Second))
 			want := expectFromRequests(reqs, func(r sampleRef) bool { return r.span == s.span })
 			require.Equal(t, want.sum, rootValue(t, flame[0]), "the span's flame graph holds its samples")
-			requireSameFrames(t, requireOK(t, ours.query(t, withQuery(map[string]any{"spanSelector": []string{s.span}}, query.TypeProfile), from, to))[0], flame[0])
+			plugintest.RequireSameFrames(t, plugintest.RequireOK(t, ours.query(t, withQuery(map[string]any{"spanSelector": []string{s.span}}, query.TypeProfile), from, to))[0], flame[0])
 		}
 	})
-}
-
-// requireSameFrames compares two flame graph frames node by node.
-func requireSameFrames(t testing.TB, want, got *data.Frame) {
-	t.Helper()
-	require.Equal(t, flameRows(t, want), flameRows(t, got))
 }
 
 // linkedSpans returns n distinct trace/span pairs that samples of the

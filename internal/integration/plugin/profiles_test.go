@@ -18,6 +18,7 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
@@ -93,7 +94,7 @@ func TestProfilesListsAndOpensSingleProfiles(t *testing.T) {
 	var want []model.Profile
 	for _, b := range []*model.Batch{second, first} {
 		for _, p := range b.Profiles {
-			if p.ProfileType == cpuType {
+			if p.ProfileType == plugintest.CPUType {
 				want = append(want, p)
 			}
 		}
@@ -101,7 +102,7 @@ func TestProfilesListsAndOpensSingleProfiles(t *testing.T) {
 	require.Len(t, want, 6)
 	from, to := at.Add(-time.Minute), at.Add(time.Minute)
 
-	frames := requireOK(t, f.queryLinked(t, map[string]any{"queryType": "profiles", "profileTypeId": cpuType}, from, to))
+	frames := plugintest.RequireOK(t, f.queryLinked(t, map[string]any{"queryType": "profiles", "profileTypeId": plugintest.CPUType}, from, to))
 	list := frames[0]
 	require.Equal(t, "profiles", list.Name)
 	require.Equal(t, data.VisType(data.VisTypeTable), list.Meta.PreferredVisualization)
@@ -140,7 +141,7 @@ func TestProfilesListsAndOpensSingleProfiles(t *testing.T) {
 		require.NoError(t, err)
 		var q map[string]any
 		require.NoError(t, json.Unmarshal([]byte(interpolate(t, list, row, string(raw))), &q))
-		rows := flameRows(t, requireOK(t, f.query(t, q, from, to))[0])
+		rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0], "ns")
 		require.Equal(t, p.Total, rows[0].Value, "row %d: the flame graph is that profile's", row)
 
 		u, err := url.Parse(interpolate(t, list, row, links[1].URL))
@@ -162,15 +163,15 @@ func TestProfilesListsAndOpensSingleProfiles(t *testing.T) {
 	}
 
 	pod := want[0].Series.Attributes["k8s.pod.name"]
-	narrowed := requireOK(t, f.query(t, map[string]any{
-		"queryType": "profiles", "profileTypeId": cpuType,
+	narrowed := plugintest.RequireOK(t, f.query(t, map[string]any{
+		"queryType": "profiles", "profileTypeId": plugintest.CPUType,
 		"labelSelector": `{k8s_pod_name="` + pod + `"}`,
 	}, from, to))[0]
 	require.Equal(t, 2, narrowed.Rows(), "a resource label selects its process's profiles")
-	limited := requireOK(t, f.query(t, map[string]any{"queryType": "profiles", "profileTypeId": cpuType, "limit": 2}, from, to))[0]
+	limited := plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "profiles", "profileTypeId": plugintest.CPUType, "limit": 2}, from, to))[0]
 	require.Equal(t, 2, limited.Rows())
 
-	bad := f.query(t, map[string]any{"queryType": "profiles", "profileTypeId": cpuType, "function": "main"}, from, to)
+	bad := f.query(t, map[string]any{"queryType": "profiles", "profileTypeId": plugintest.CPUType, "function": "main"}, from, to)
 	require.Error(t, bad.Error)
 	require.Contains(t, bad.Error.Error(), "a profiles query lists profiles by their resource")
 }
@@ -188,7 +189,7 @@ func TestProfilesWithoutTheTable(t *testing.T) {
 	require.NoError(t, err)
 	_, err = m.MigrateTo(context.Background(), 4)
 	require.NoError(t, err)
-	ds := instance(t, embeddedSettings(t, cfg.Database), nil)
+	ds := plugintest.Instance(t, plugintest.EmbeddedSettings(t, cfg.Database), nil)
 	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
 	require.NoError(t, err)
 	require.Equal(t, backend.HealthStatusOk, res.Status, res.Message)
@@ -196,8 +197,8 @@ func TestProfilesWithoutTheTable(t *testing.T) {
 
 	f := &fixture{ds: ds}
 	now := time.Now()
-	r := f.query(t, map[string]any{"queryType": "profiles", "profileTypeId": cpuType}, now.Add(-time.Hour), now)
+	r := f.query(t, map[string]any{"queryType": "profiles", "profileTypeId": plugintest.CPUType}, now.Add(-time.Hour), now)
 	require.Error(t, r.Error)
 	require.Contains(t, r.Error.Error(), "run `flamehouse migrate`")
-	requireOK(t, f.query(t, map[string]any{"profileTypeId": cpuType}, now.Add(-time.Hour), now))
+	plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": plugintest.CPUType}, now.Add(-time.Hour), now))
 }

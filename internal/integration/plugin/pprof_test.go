@@ -16,6 +16,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/pproftest"
 	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
@@ -54,7 +55,7 @@ func TestPprofExportMatchesPprofTop(t *testing.T) {
 
 	at := time.Unix(0, orig.TimeNanos)
 	from, to := at.Add(-time.Minute).Truncate(time.Millisecond), at.Add(time.Minute).Truncate(time.Millisecond) // the URL carries milliseconds
-	q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="pprof-export"}`, "maxNodes": 5}
+	q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="pprof-export"}`, "maxNodes": 5}
 	resp := f.pprofResponse(t, q, from, to)
 	require.Equal(t, http.StatusOK, resp.Status, string(resp.Body))
 	require.Equal(t, []string{"application/octet-stream"}, resp.Headers["Content-Type"])
@@ -64,7 +65,7 @@ func TestPprofExportMatchesPprofTop(t *testing.T) {
 	require.NoError(t, os.WriteFile(exported, resp.Body, 0o600))
 
 	gotFlat, gotCum := pproftest.Top(t, exported)
-	tableSelf, tableTotal := querytest.TableTop(requireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="pprof-export"}`}, from, to))[0])
+	tableSelf, tableTotal := querytest.TableTop(plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="pprof-export"}`}, from, to))[0])
 	require.Equal(t, tableSelf, gotFlat, "pprof -top flat of the export equals the table's self")
 	require.Equal(t, tableTotal, gotCum, "pprof -top cum of the export equals the table's total")
 	require.Equal(t, wantFlat, gotFlat, "and the original profile's flat")
@@ -97,9 +98,9 @@ func TestPprofExportMatchesPprofTop(t *testing.T) {
 		}
 	}
 
-	bad := f.pprofResponse(t, map[string]any{"queryType": "metrics", "profileTypeId": cpuType}, from, to)
+	bad := f.pprofResponse(t, map[string]any{"queryType": "metrics", "profileTypeId": plugintest.CPUType}, from, to)
 	require.Equal(t, http.StatusBadRequest, bad.Status)
 	require.Contains(t, string(bad.Body), `not queryType \"metrics\"`)
-	bad = f.pprofResponse(t, map[string]any{"profileTypeId": cpuType, "labelSelector": "{nope"}, from, to)
+	bad = f.pprofResponse(t, map[string]any{"profileTypeId": plugintest.CPUType, "labelSelector": "{nope"}, from, to)
 	require.Equal(t, http.StatusBadRequest, bad.Status)
 }

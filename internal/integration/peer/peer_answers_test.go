@@ -1,4 +1,4 @@
-package plugin
+package peer
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/pkg/query/flame"
 )
 
@@ -48,7 +49,7 @@ func peerAnswersAgree(ours, theirs peerAnswers) error {
 func withoutMarks(fns []flame.Function) []flame.Function {
 	out := make([]flame.Function, len(fns))
 	for i, f := range fns {
-		f.Label = withoutMark(f.Label)
+		f.Label = plugintest.WithoutMark(f.Label)
 		out[i] = f
 	}
 	return out
@@ -148,7 +149,7 @@ func (s *peerSide) pyroscopeFlameRoot(b *testing.B, q peerQuery, to time.Time) i
 	b.Helper()
 	maxNodes := int64(peerMaxNodes)
 	resp, err := s.pyro.Querier(s.tenant).SelectMergeStacktraces(context.Background(), connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
-		ProfileTypeID: cpuType, LabelSelector: pyroscopeSelector(q), Start: q.from.UnixMilli(), End: to.UnixMilli(), MaxNodes: &maxNodes,
+		ProfileTypeID: plugintest.CPUType, LabelSelector: pyroscopeSelector(q), Start: q.from.UnixMilli(), End: to.UnixMilli(), MaxNodes: &maxNodes,
 	}))
 	require.NoError(b, err, "pyroscope %s", q.name)
 	fg := resp.Msg.GetFlamegraph()
@@ -164,7 +165,7 @@ func (s *peerSide) pyroscopeFlameRoot(b *testing.B, q peerQuery, to time.Time) i
 func (s *peerSide) pyroscopeTop(b *testing.B, from, to time.Time) []flame.Function {
 	b.Helper()
 	req := connect.NewRequest(&querierv1.SelectMergeProfileRequest{
-		ProfileTypeID: cpuType, LabelSelector: `{service_name="checkout"}`, Start: from.UnixMilli(), End: to.UnixMilli(),
+		ProfileTypeID: plugintest.CPUType, LabelSelector: `{service_name="checkout"}`, Start: from.UnixMilli(), End: to.UnixMilli(),
 	})
 	resp, err := s.pyro.Querier(s.tenant).SelectMergeProfile(context.Background(), req) //nolint:staticcheck // SA1019: the untruncated profile, see above
 	require.NoError(b, err, "pyroscope merged profile")

@@ -10,12 +10,13 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/stretchr/testify/require"
-
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	pb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 )
 
 // A host as the eBPF profiler reports it: one resource per process with
@@ -108,7 +109,7 @@ func ebpfHostRequest(at time.Time) *collectorpb.ExportProfilesServiceRequest {
 // (labels joined by ";" below the root), and the root's total.
 func flameByPath(t *testing.T, f *data.Frame) (map[string]int64, int64) {
 	t.Helper()
-	rows := flameRows(t, f)
+	rows := querytest.FlameRows(t, f, "ns")
 	out := map[string]int64{}
 	if len(rows) == 0 {
 		return out, 0 // no samples
@@ -127,9 +128,9 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 	f.send(t, ebpfHostRequest(at))
 	from, to := at.Add(-time.Minute), at.Add(5*time.Minute)
 	flame := func(extra map[string]any) (map[string]int64, int64) {
-		q := map[string]any{"queryType": "profile", "profileTypeId": cpuType}
+		q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType}
 		maps.Copy(q, extra)
-		return flameByPath(t, requireOK(t, f.query(t, q, from, to))[0])
+		return flameByPath(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
 	}
 	const total = 1700
 
@@ -151,7 +152,7 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 	})
 
 	t.Run("hidden kernel frames give their samples to the caller", func(t *testing.T) {
-		rows := flameRows(t, requireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": cpuType, "hideFrames": []string{"kernel"}}, from, to))[0])
+		rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "hideFrames": []string{"kernel"}}, from, to))[0], "ns")
 		require.Equal(t, int64(total), rows[0].Value)
 		require.Equal(t, int64(100), rows[0].Self, "a kernel thread's samples go to the root")
 		self := map[string]int64{}
@@ -190,7 +191,7 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 	})
 
 	t.Run("the table shows the marks and hides like the flame graph", func(t *testing.T) {
-		table := requireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": cpuType, "hideFrames": []string{"kernel"}}, from, to))[0]
+		table := plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": plugintest.CPUType, "hideFrames": []string{"kernel"}}, from, to))[0]
 		selfs := map[string]int64{}
 		for i := range table.Rows() {
 			label, _ := table.Fields[0].ConcreteAt(i)
@@ -213,8 +214,8 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 	})
 
 	t.Run("a diff shapes both sides alike", func(t *testing.T) {
-		frame := requireOK(t, f.query(t, map[string]any{
-			"queryType": "diff", "profileTypeId": cpuType, "collapseFrames": []string{"kernel"}, "left": map[string]any{"offset": "0"},
+		frame := plugintest.RequireOK(t, f.query(t, map[string]any{
+			"queryType": "diff", "profileTypeId": plugintest.CPUType, "collapseFrames": []string{"kernel"}, "left": map[string]any{"offset": "0"},
 		}, from, to))[0]
 		labels := frame.Fields[3].Config.TypeConfig.Enum.Text
 		require.Contains(t, labels, "[kernel]")
@@ -228,8 +229,8 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 	})
 
 	t.Run("time series by process", func(t *testing.T) {
-		frames := requireOK(t, queryAs(t, f.ds, map[string]any{
-			"queryType": "metrics", "profileTypeId": cpuType, "groupBy": []string{"process_executable_name"}, "hideFrames": []string{"kernel"},
+		frames := plugintest.RequireOK(t, queryAs(t, f.ds, map[string]any{
+			"queryType": "metrics", "profileTypeId": plugintest.CPUType, "groupBy": []string{"process_executable_name"}, "hideFrames": []string{"kernel"},
 		}, from, to))
 		var names []string
 		for _, fr := range frames {
@@ -244,7 +245,7 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 	})
 
 	t.Run("invalid kinds are refused with the reason", func(t *testing.T) {
-		r := f.query(t, map[string]any{"queryType": "profile", "profileTypeId": cpuType, "hideFrames": []string{"kernel", "jvm"}, "collapseFrames": []string{"kernel"}}, from, to)
+		r := f.query(t, map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "hideFrames": []string{"kernel", "jvm"}, "collapseFrames": []string{"kernel"}}, from, to)
 		require.ErrorContains(t, r.Error, `hideFrames: "jvm" is not a frame kind`)
 		require.ErrorContains(t, r.Error, "hidden or collapsed, not both: kernel")
 	})
@@ -256,7 +257,7 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 func TestExporterTableFlameGraphByProcess(t *testing.T) {
 	srv := chtest.Get(t)
 	db := srv.NewDatabase(t)
-	createExporterTable(t, db, "profiles_ebpf")
+	plugintest.CreateExporterTable(t, db, "profiles_ebpf")
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	var rows []exporterRow
 	for i, s := range ebpfStacks {
@@ -275,9 +276,9 @@ func TestExporterTableFlameGraphByProcess(t *testing.T) {
 		rows = append(rows, r)
 	}
 	insertExporterRows(t, db, "profiles_ebpf", rows)
-	ds := instance(t, otelSettings(t, db, "profiles_ebpf"), map[string]string{"password": srv.Options.Auth.Password})
-	q := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "groupBy": []string{"process_executable_name"}}
-	paths, root := flameByPath(t, requireOK(t, (&fixture{ds: ds}).query(t, q, at.Add(-time.Minute), at.Add(time.Minute)))[0])
+	ds := plugintest.Instance(t, plugintest.OTelSettings(t, db, "profiles_ebpf"), map[string]string{"password": srv.Options.Auth.Password})
+	q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "groupBy": []string{"process_executable_name"}}
+	paths, root := flameByPath(t, plugintest.RequireOK(t, plugintest.Query(t, ds, q, at.Add(-time.Minute), at.Add(time.Minute)))[0])
 	require.Equal(t, int64(1700), root)
 	require.Equal(t, int64(1000), paths["python3.11"])
 	require.Equal(t, int64(600), paths["worker"])
@@ -285,7 +286,7 @@ func TestExporterTableFlameGraphByProcess(t *testing.T) {
 	require.Equal(t, int64(200), paths["worker;main;c_work;do_syscall_64"], "no frame types: no marks")
 
 	q["hideFrames"] = []string{"kernel"}
-	r := (&fixture{ds: ds}).query(t, q, at.Add(-time.Minute), at.Add(time.Minute))
+	r := plugintest.Query(t, ds, q, at.Add(-time.Minute), at.Add(time.Minute))
 	require.ErrorContains(t, r.Error, "keeps no frame types")
 }
 
@@ -313,7 +314,7 @@ func TestExecutablesViewMergesTheNamesOfOneFile(t *testing.T) {
 	send("unknown_service:flamehouse", "libc.so.6", "flamehouse", build1, 5)
 	send("unknown_service:flamehouse", "libc.so.6", "flamehouse", build2, 7)
 	from, to := at.Add(-time.Minute), at.Add(5*time.Minute)
-	rows := executablesRows(t, requireOK(t, queryAs(t, f.ds, map[string]any{"queryType": "executables", "profileTypeId": cpuType}, from, to))[0], true)
+	rows := executablesRows(t, plugintest.RequireOK(t, queryAs(t, f.ds, map[string]any{"queryType": "executables", "profileTypeId": plugintest.CPUType}, from, to))[0], true)
 	byBuild := map[string]executableRow{}
 	for _, r := range rows {
 		require.NotContains(t, byBuild, r.buildID, "one row per build id")
@@ -326,6 +327,6 @@ func TestExecutablesViewMergesTheNamesOfOneFile(t *testing.T) {
 	require.Equal(t, executableRow{executable: "flamehouse", buildID: build2, samples: 14.0 / 30, symbolized: 1, frames: 1, source: "on host", mappingFile: "flamehouse"},
 		byBuild[build2])
 	// The link of the library's row: its build id, no file.
-	_, root := flameByPath(t, requireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": cpuType, "buildId": libc, "mappingFile": ""}, from, to))[0])
+	_, root := flameByPath(t, plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "buildId": libc, "mappingFile": ""}, from, to))[0])
 	require.Equal(t, int64(15), root, "the stacks through either name")
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
+	"github.com/flamehouse/flamehouse/pkg/plugin"
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/query"
 )
@@ -46,9 +48,9 @@ func readProvisioned(t *testing.T, path string) []provisionedDatasource {
 // address, user, password and databases pointed at the test engine's
 // database; every other setting (HTTP headers, custom settings, timeouts,
 // profiles defaults, schema) is the file's.
-func provisionedInstance(t *testing.T, d provisionedDatasource, database string) *Datasource {
+func provisionedInstance(t *testing.T, d provisionedDatasource, database string) *plugin.Datasource {
 	t.Helper()
-	local := embeddedSettings(t, database)
+	local := plugintest.EmbeddedSettings(t, database)
 	jsonData, secure := d.JSONData, map[string]string{}
 	for k, v := range d.SecureJSONData {
 		secure[k] = v
@@ -63,11 +65,11 @@ func provisionedInstance(t *testing.T, d provisionedDatasource, database string)
 		profiles["tracesDatabase"] = database // the exporter's spans table, next to the profiles
 	}
 	secure["password"] = chtest.Get(t).Options.Auth.Password
-	return instance(t, jsonData, secure)
+	return plugintest.Instance(t, jsonData, secure)
 }
 
 // requireHealthy runs the health check, which must pass.
-func requireHealthy(t *testing.T, ds *Datasource) string {
+func requireHealthy(t *testing.T, ds *plugin.Datasource) string {
 	t.Helper()
 	res, err := ds.CheckHealth(context.Background(), &backend.CheckHealthRequest{})
 	require.NoError(t, err)
@@ -81,8 +83,8 @@ func requireHealthy(t *testing.T, ds *Datasource) string {
 // that the main job (`flamehouse run`) migrates: nothing in it may need
 // more than Flamehouse's own tables.
 func TestProvisionedDatasourcesAreHealthy(t *testing.T) {
-	_, cfg := migrated(t)
-	for _, d := range readProvisioned(t, "../../provisioning/datasources/datasources.yml") {
+	_, cfg := plugintest.Migrated(t)
+	for _, d := range readProvisioned(t, "../../../provisioning/datasources/datasources.yml") {
 		t.Run(d.Name, func(t *testing.T) {
 			ds := provisionedInstance(t, d, cfg.Database)
 			require.Contains(t, requireHealthy(t, ds), "Flamehouse tables found")
@@ -97,7 +99,7 @@ func TestProvisionedDatasourcesAreHealthy(t *testing.T) {
 // otel_profiles. Its health check passes, each query type runs, and its
 // flame graph holds the CPU time that was sent.
 func TestProvisionedExporterExampleIsHealthy(t *testing.T) {
-	example := readProvisioned(t, "../../provisioning/examples/otel-exporter.yaml")
+	example := readProvisioned(t, "../../../provisioning/examples/otel-exporter.yaml")
 	require.Len(t, example, 1)
 	srv := chtest.Get(t)
 	bin := otelcoltest.Build(t, otelcoltest.ClickHouseCollector)
@@ -111,18 +113,22 @@ func TestProvisionedExporterExampleIsHealthy(t *testing.T) {
 	exportAll(t, col.GRPCEndpoint, reqs)
 
 	ds := provisionedInstance(t, example[0], db)
-	require.Equal(t, query.SchemaOTel, ds.settings.Profiles.Schema)
+	raw, err := json.Marshal(example[0].JSONData) // as provisionedInstance left it
+	require.NoError(t, err)
+	settings, err := plugin.LoadSettings(backend.DataSourceInstanceSettings{JSONData: raw})
+	require.NoError(t, err)
+	require.Equal(t, query.SchemaOTel, settings.Profiles.Schema)
 	require.Contains(t, requireHealthy(t, ds), "reading the OpenTelemetry Collector exporter's profiles table")
 	requireQueriesRun(t, ds)
 	want := expectFromRequests(reqs, func(sampleRef) bool { return true }).sum
 	require.Positive(t, want)
 	// The example's defaultProfileType applies: the query names none.
 	q := map[string]any{"queryType": "profile", "labelSelector": `{service_name="checkout"}`}
-	require.Equal(t, want, rootValue(t, requireOK(t, (&fixture{ds: ds}).query(t, q, start.Add(-time.Minute), time.Now()))[0]))
+	require.Equal(t, want, rootValue(t, plugintest.RequireOK(t, plugintest.Query(t, ds, q, start.Add(-time.Minute), time.Now()))[0]))
 }
 
 // requireQueriesRun runs each query type with the datasource's defaults.
-func requireQueriesRun(t *testing.T, ds *Datasource) {
+func requireQueriesRun(t *testing.T, ds *plugin.Datasource) {
 	t.Helper()
 	now := time.Now()
 	for _, queryType := range []string{"profile", "table", "metrics", "spans", "diff"} {
@@ -198,7 +204,7 @@ func engineProfile(at time.Time, engine, other int64) *profile.Profile {
 // demo's: numeric time series come back, and the engine rule's ratio is the
 // engine's share of the CPU time sent.
 func TestProvisionedAlertRulesEvaluate(t *testing.T) {
-	raw, err := os.ReadFile("../../provisioning/alerting/flamehouse.yaml")
+	raw, err := os.ReadFile("../../../provisioning/alerting/flamehouse.yaml")
 	require.NoError(t, err)
 	var file alertRuleFile
 	require.NoError(t, yaml.Unmarshal(raw, &file))
@@ -211,8 +217,8 @@ func TestProvisionedAlertRulesEvaluate(t *testing.T) {
 	req, err := pprofconv.Convert(engineProfile(now.Add(-2*time.Minute), engine, other), pprofconv.Options{ResourceAttributes: []string{"service.name", "flamehouse"}})
 	require.NoError(t, err)
 	f.send(t, req)
-	datasources := readProvisioned(t, "../../provisioning/datasources/datasources.yml")
-	ds := provisionedInstance(t, datasources[0], f.ds.settings.Profiles.Database)
+	datasources := readProvisioned(t, "../../../provisioning/datasources/datasources.yml")
+	ds := provisionedInstance(t, datasources[0], f.tables.Database)
 
 	rules := 0
 	for _, g := range file.Groups {
@@ -241,10 +247,10 @@ func TestProvisionedAlertRulesEvaluate(t *testing.T) {
 // requireAlertRuleQuery runs a rule's query over its relative range as the
 // alert evaluation does: it has points, and a ratio is the engine's share
 // of the CPU time (one interval).
-func requireAlertRuleQuery(t *testing.T, ds *Datasource, d alertRuleQuery, now time.Time) {
+func requireAlertRuleQuery(t *testing.T, ds *plugin.Datasource, d alertRuleQuery, now time.Time) {
 	t.Helper()
 	from := now.Add(-time.Duration(d.RelativeTimeRange.From) * time.Second)
-	frames := requireOK(t, alertQuery(t, ds, d.Model, from, now.Add(-time.Duration(d.RelativeTimeRange.To)*time.Second)))
+	frames := plugintest.RequireOK(t, alertQuery(t, ds, d.Model, from, now.Add(-time.Duration(d.RelativeTimeRange.To)*time.Second)))
 	requireAlertSeries(t, frames)
 	var values []float64
 	for _, fr := range frames {

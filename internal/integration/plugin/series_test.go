@@ -11,7 +11,9 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/querytest"
+	"github.com/flamehouse/flamehouse/pkg/plugin"
 )
 
 // The heap profiles of the series tests: two processes (pods) of one
@@ -140,7 +142,7 @@ func heapRows(start time.Time) []exporterRow {
 // heapWorld sends the snapshots to Flamehouse's ingest and writes them
 // into an exporter-shaped table, and returns a datasource on each, by
 // schema, and the first minute's start.
-func heapWorld(t *testing.T) (map[string]*Datasource, time.Time) {
+func heapWorld(t *testing.T) (map[string]*plugin.Datasource, time.Time) {
 	t.Helper()
 	start := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
 	ours := newFixture(t, nil)
@@ -149,10 +151,10 @@ func heapWorld(t *testing.T) (map[string]*Datasource, time.Time) {
 	srv := chtest.Get(t)
 	db := srv.NewDatabase(t)
 	const table = "heap_profiles" // profiles.otelTable: the exporter's profiles_table_name
-	createExporterTable(t, db, table)
+	plugintest.CreateExporterTable(t, db, table)
 	insertExporterRows(t, db, table, heapRows(start))
-	otel := instance(t, otelSettings(t, db, table), map[string]string{"password": srv.Options.Auth.Password})
-	return map[string]*Datasource{"flamehouse": ours.ds, "otel": otel}, start
+	otel := plugintest.Instance(t, plugintest.OTelSettings(t, db, table), map[string]string{"password": srv.Options.Auth.Password})
+	return map[string]*plugin.Datasource{"flamehouse": ours.ds, "otel": otel}, start
 }
 
 // seriesPoints reads time series frames: each series' points by time,
@@ -234,7 +236,7 @@ func TestGaugeSeriesAverageSnapshots(t *testing.T) {
 
 // requireGaugeAverages: in-use bytes and objects per minute, each pod's
 // average over its snapshots, by pod, added up, and by a sample attribute.
-func requireGaugeAverages(t *testing.T, ds *Datasource, start, from, to time.Time) {
+func requireGaugeAverages(t *testing.T, ds *plugin.Datasource, start, from, to time.Time) {
 	t.Helper()
 	for _, tc := range []struct {
 		typeID, unit string
@@ -246,7 +248,7 @@ func requireGaugeAverages(t *testing.T, ds *Datasource, start, from, to time.Tim
 		t.Run(tc.typeID, func(t *testing.T) {
 			points := func(q map[string]any, label string) map[string]map[time.Time]float64 {
 				q["queryType"], q["profileTypeId"] = "metrics", tc.typeID
-				return seriesPoints(t, requireOK(t, navQuery(t, ds, q, from, to)), label, tc.unit)
+				return seriesPoints(t, plugintest.RequireOK(t, navQuery(t, ds, q, from, to)), label, tc.unit)
 			}
 			require.Equal(t, heapExpected(start, byPod(tc.value)), points(map[string]any{"groupBy": []string{"k8s_pod_name"}}, "k8s_pod_name"))
 			require.Equal(t, heapExpected(start, func(s heapSnapshot) map[string]int64 { return map[string]int64{"": tc.value(s)} }),
@@ -266,10 +268,10 @@ func requireGaugeAverages(t *testing.T, ds *Datasource, start, from, to time.Tim
 
 // requireGaugeLinksOpenMinutes: the link of a point opens its minute's
 // flame graph, the sum of the pod's snapshots in it.
-func requireGaugeLinksOpenMinutes(t *testing.T, ds *Datasource, start, from, to time.Time) {
+func requireGaugeLinksOpenMinutes(t *testing.T, ds *plugin.Datasource, start, from, to time.Time) {
 	t.Helper()
 	q := map[string]any{"queryType": "metrics", "profileTypeId": inuseSpace, "groupBy": []string{"k8s_pod_name"}}
-	for _, f := range requireOK(t, navQuery(t, ds, q, from, to)) {
+	for _, f := range plugintest.RequireOK(t, navQuery(t, ds, q, from, to)) {
 		value := f.Fields[1]
 		pod := value.Labels["k8s_pod_name"]
 		require.Len(t, value.Config.Links, 1)
@@ -290,7 +292,7 @@ func requireGaugeLinksOpenMinutes(t *testing.T, ds *Datasource, start, from, to 
 
 // requireAllocatedRate: allocated bytes add up, a rate per second over the
 // minute.
-func requireAllocatedRate(t *testing.T, ds *Datasource, start, from, to time.Time) {
+func requireAllocatedRate(t *testing.T, ds *plugin.Datasource, start, from, to time.Time) {
 	t.Helper()
 	q := map[string]any{"queryType": "metrics", "profileTypeId": allocSpace, "groupBy": []string{"k8s_pod_name"}}
 	perMinute := heapExpected(start, byPod(heapBytes))
@@ -305,7 +307,7 @@ func requireAllocatedRate(t *testing.T, ds *Datasource, start, from, to time.Tim
 			points[minute] = float64(sum) / 60
 		}
 	}
-	require.Equal(t, perMinute, seriesPoints(t, requireOK(t, navQuery(t, ds, q, from, to)), "k8s_pod_name", "binBps"))
+	require.Equal(t, perMinute, seriesPoints(t, plugintest.RequireOK(t, navQuery(t, ds, q, from, to)), "k8s_pod_name", "binBps"))
 }
 
 // TestSeriesDisplayNames checks the name each time series shows in
@@ -339,7 +341,7 @@ func TestSeriesDisplayNames(t *testing.T) {
 				t.Run(tc.name, func(t *testing.T) {
 					tc.q["queryType"], tc.q["profileTypeId"] = "metrics", tc.wantType
 					got := map[string]string{}
-					for _, f := range requireOK(t, navQuery(t, ds, tc.q, from, to)) {
+					for _, f := range plugintest.RequireOK(t, navQuery(t, ds, tc.q, from, to)) {
 						value := f.Fields[1]
 						require.Equal(t, tc.wantType, value.Name, "the field keeps its name")
 						require.NotNil(t, value.Config)

@@ -1,10 +1,8 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -14,120 +12,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/grafana/dskit/services"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/pproftest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/internal/querytest"
-	"github.com/flamehouse/flamehouse/pkg/ingest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/pprofconv"
 	"github.com/flamehouse/flamehouse/pkg/query"
-	"github.com/flamehouse/flamehouse/pkg/schema"
 )
-
-const cpuType = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
-
-// fixture is a migrated database fed by the real ingest service, and a
-// datasource on it.
-type fixture struct {
-	ds     *Datasource
-	ingest *ingest.Ingester
-}
-
-func newFixture(t testing.TB, profiles map[string]any) *fixture {
-	t.Helper()
-	conn, tables := migrated(t)
-	return newFixtureOn(t, conn, tables, profiles)
-}
-
-// newFixtureOn is newFixture on a migrated database of the caller's.
-func newFixtureOn(t testing.TB, conn clickhouse.Conn, tables schema.Config, profiles map[string]any) *fixture {
-	t.Helper()
-	srv := chtest.Get(t)
-
-	cfg := ingest.DefaultConfig()
-	cfg.Receiver.GRPCListenAddress, cfg.Receiver.HTTPListenAddress = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Writer.FlushInterval = 20 * time.Millisecond
-	native := srv.NativeInserter(t)
-	in, err := ingest.New(cfg, tables, conn, native, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	require.NoError(t, err)
-	require.NoError(t, services.StartAndAwaitRunning(context.Background(), in))
-	t.Cleanup(func() { _ = services.StopAndAwaitTerminated(context.Background(), in) })
-
-	settings := embeddedSettings(t, tables.Database)
-	p := settings["profiles"].(map[string]any) // built by embeddedSettings
-	for k, v := range profiles {
-		p[k] = v
-	}
-	return &fixture{ds: instance(t, settings, nil), ingest: in}
-}
-
-// send exports a request over OTLP/HTTP; it returns once the rows are
-// committed.
-func (f *fixture) send(t testing.TB, req *collectorpb.ExportProfilesServiceRequest) {
-	t.Helper()
-	body, err := proto.Marshal(req)
-	require.NoError(t, err)
-	resp, err := http.Post("http://"+f.ingest.HTTPAddress()+"/v1development/profiles", "application/x-protobuf", bytes.NewReader(body))
-	require.NoError(t, err)
-	require.NoError(t, resp.Body.Close())
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-}
-
-// query runs one query through QueryData.
-func (f *fixture) query(t testing.TB, q map[string]any, from, to time.Time) backend.DataResponse {
-	t.Helper()
-	raw, err := json.Marshal(q)
-	require.NoError(t, err)
-	resp, err := f.ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{
-		RefID: "A", JSON: raw, TimeRange: backend.TimeRange{From: from, To: to}, Interval: time.Minute,
-	}}})
-	require.NoError(t, err)
-	return resp.Responses["A"]
-}
-
-// report is a small eBPF-shaped report and what converting it yields.
-func report(t *testing.T, at time.Time) (*collectorpb.ExportProfilesServiceRequest, *model.Batch) {
-	t.Helper()
-	cfg := profilegen.DefaultConfig()
-	cfg.Stacks, cfg.Pods, cfg.SamplesPerSecond, cfg.Locations, cfg.Functions = 300, 4, 200, 2000, 500
-	return querytest.Report(t, cfg, at)
-}
-
-func cpuOnly(s *model.Sample) bool { return s.Meta.ProfileType == cpuType }
-
-func requireOK(t *testing.T, r backend.DataResponse) data.Frames {
-	t.Helper()
-	require.NoError(t, r.Error)
-	require.NotEmpty(t, r.Frames)
-	return r.Frames
-}
-
-// flameRows reads a flame graph frame whose values are in nanoseconds.
-func flameRows(t testing.TB, f *data.Frame) []querytest.FlameRow {
-	t.Helper()
-	return querytest.FlameRows(t, f, "ns")
-}
 
 func TestFlameGraphAndTableMatchWhatWasIngested(t *testing.T) {
 	f := newFixture(t, nil)
 	at := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
-	req, batch := report(t, at)
+	req, batch := plugintest.Report(t, at)
 	f.send(t, req)
-	wantSelf, wantTotal, wantSum := querytest.Top(batch, cpuOnly)
+	wantSelf, wantTotal, wantSum := querytest.Top(batch, plugintest.CPUOnly)
 	require.NotZero(t, wantSum)
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
 
-	rows := flameRows(t, requireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": cpuType}, from, to))[0])
+	rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType}, from, to))[0], "ns")
 	require.Equal(t, querytest.FlameRow{Level: 0, Value: wantSum, Self: rows[0].Self, Label: "total"}, rows[0], "a single root with the exact total")
 	for i, r := range rows[1:] {
 		require.Positive(t, r.Level, "row %d: only the first row is the root", i+1)
@@ -141,7 +48,7 @@ func TestFlameGraphAndTableMatchWhatWasIngested(t *testing.T) {
 	// Without a service the frames are looked up by id, with one all of the
 	// service's frames are read: both name the same functions.
 	for _, sel := range []string{`{}`, `{service_name="checkout"}`} {
-		table := requireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": sel}, from, to))[0]
+		table := plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "table", "profileTypeId": plugintest.CPUType, "labelSelector": sel}, from, to))[0]
 		requireTable(t, table, wantSelf, wantTotal)
 	}
 }
@@ -165,10 +72,10 @@ func requireTable(t *testing.T, table *data.Frame, wantSelf, wantTotal map[strin
 func TestFlameGraphTruncationKeepsTheTotal(t *testing.T) {
 	f := newFixture(t, nil)
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
-	req, batch := report(t, at)
+	req, batch := plugintest.Report(t, at)
 	f.send(t, req)
-	_, _, wantSum := querytest.Top(batch, cpuOnly)
-	rows := flameRows(t, requireOK(t, f.query(t, map[string]any{"profileTypeId": cpuType, "maxNodes": 50}, at.Add(-time.Minute), at.Add(time.Hour)))[0])
+	_, _, wantSum := querytest.Top(batch, plugintest.CPUOnly)
+	rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": plugintest.CPUType, "maxNodes": 50}, at.Add(-time.Minute), at.Add(time.Hour)))[0], "ns")
 	require.LessOrEqual(t, len(rows), 50)
 	require.Equal(t, wantSum, rows[0].Value)
 	others := 0
@@ -183,7 +90,7 @@ func TestFlameGraphTruncationKeepsTheTotal(t *testing.T) {
 func TestQueryWithoutDataGivesAnEmptyFlameGraph(t *testing.T) {
 	f := newFixture(t, nil)
 	now := time.Now()
-	frames := requireOK(t, f.query(t, map[string]any{"profileTypeId": cpuType}, now.Add(-time.Hour), now))
+	frames := plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": plugintest.CPUType}, now.Add(-time.Hour), now))
 	require.Equal(t, "response", frames[0].Name)
 	require.Zero(t, frames[0].Rows())
 	require.Len(t, frames[0].Fields, 4)
@@ -192,7 +99,7 @@ func TestQueryWithoutDataGivesAnEmptyFlameGraph(t *testing.T) {
 func TestSelectorsFilterAndCannotInject(t *testing.T) {
 	f := newFixture(t, nil)
 	at := time.Now().UTC().Truncate(time.Minute).Add(-15 * time.Minute)
-	req, batch := report(t, at)
+	req, batch := plugintest.Report(t, at)
 	f.send(t, req)
 	from, to := at.Add(-time.Minute), at.Add(time.Hour)
 	pod := batch.Samples[0].Meta.Series.Attributes["k8s.pod.name"]
@@ -206,11 +113,11 @@ func TestSelectorsFilterAndCannotInject(t *testing.T) {
 	require.NotEmpty(t, thread)
 	rootOf := func(sel string) int64 {
 		t.Helper()
-		frames := requireOK(t, f.query(t, map[string]any{"profileTypeId": cpuType, "labelSelector": sel}, from, to))
+		frames := plugintest.RequireOK(t, f.query(t, map[string]any{"profileTypeId": plugintest.CPUType, "labelSelector": sel}, from, to))
 		if frames[0].Rows() == 0 {
 			return 0
 		}
-		return flameRows(t, frames[0])[0].Value
+		return querytest.FlameRows(t, frames[0], "ns")[0].Value
 	}
 	tests := []struct {
 		selector string
@@ -230,7 +137,7 @@ func TestSelectorsFilterAndCannotInject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.selector, func(t *testing.T) {
-			_, _, want := querytest.Top(batch, func(s *model.Sample) bool { return cpuOnly(s) && tt.keep(s) })
+			_, _, want := querytest.Top(batch, func(s *model.Sample) bool { return plugintest.CPUOnly(s) && tt.keep(s) })
 			require.Equal(t, want, rootOf(tt.selector))
 		})
 	}
@@ -240,16 +147,16 @@ func TestInvalidQueriesAreDownstreamErrors(t *testing.T) {
 	f := newFixture(t, nil)
 	now := time.Now()
 	for name, q := range map[string]map[string]any{
-		"bad selector":      {"profileTypeId": cpuType, "labelSelector": `{service_name=}`},
+		"bad selector":      {"profileTypeId": plugintest.CPUType, "labelSelector": `{service_name=}`},
 		"bad type":          {"profileTypeId": "cpu"},
-		"bad query type":    {"profileTypeId": cpuType, "queryType": "flame"},
-		"bad span id":       {"profileTypeId": cpuType, "spanSelector": []string{"xyz"}},
-		"bad max nodes":     {"profileTypeId": cpuType, "maxNodes": -1},
+		"bad query type":    {"profileTypeId": plugintest.CPUType, "queryType": "flame"},
+		"bad span id":       {"profileTypeId": plugintest.CPUType, "spanSelector": []string{"xyz"}},
+		"bad max nodes":     {"profileTypeId": plugintest.CPUType, "maxNodes": -1},
 		"no profile type":   {"queryType": "profile"},
-		"too many groupBy":  {"profileTypeId": cpuType, "groupBy": []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}},
-		"traces, no trace":  {"queryType": "traces", "profileTypeId": cpuType},
+		"too many groupBy":  {"profileTypeId": plugintest.CPUType, "groupBy": []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}},
+		"traces, no trace":  {"queryType": "traces", "profileTypeId": plugintest.CPUType},
 		"traces, bad trace": {"queryType": "traces", "traceId": "4bf92f35"},
-		"spans, bad limit":  {"queryType": "spans", "profileTypeId": cpuType, "limit": 100000},
+		"spans, bad limit":  {"queryType": "spans", "profileTypeId": plugintest.CPUType, "limit": 100000},
 		"spans, no type":    {"queryType": "spans"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -270,15 +177,15 @@ func TestTopTableMatchesPprofTop(t *testing.T) {
 	f.send(t, req)
 
 	at := time.Unix(0, prof.TimeNanos)
-	q := map[string]any{"queryType": "table", "profileTypeId": cpuType, "labelSelector": `{service_name="pprof-oracle"}`}
-	gotFlat, gotCum := querytest.TableTop(requireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Minute)))[0])
+	q := map[string]any{"queryType": "table", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="pprof-oracle"}`}
+	gotFlat, gotCum := querytest.TableTop(plugintest.RequireOK(t, f.query(t, q, at.Add(-time.Minute), at.Add(time.Minute)))[0])
 	require.Equal(t, wantFlat, gotFlat, "self per function equals pprof -top flat")
 	require.Equal(t, wantCum, gotCum, "total per function equals pprof -top cum")
 
-	rows := flameRows(t, requireOK(t, f.query(t, map[string]any{
-		"profileTypeId": cpuType, "maxNodes": 5,
+	rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, map[string]any{
+		"profileTypeId": plugintest.CPUType, "maxNodes": 5,
 		"labelSelector": `{service_name="pprof-oracle"}`,
-	}, at.Add(-time.Minute), at.Add(time.Minute)))[0])
+	}, at.Add(-time.Minute), at.Add(time.Minute)))[0], "ns")
 	var sum int64
 	for _, v := range wantFlat {
 		sum += v
@@ -289,42 +196,42 @@ func TestTopTableMatchesPprofTop(t *testing.T) {
 func TestSpanSelectorAndTraceID(t *testing.T) {
 	f := newFixture(t, map[string]any{"spanWindowPadding": "30"})
 	at := time.Now().UTC().Truncate(time.Minute).Add(-25 * time.Minute)
-	req, batch := report(t, at)
+	req, batch := plugintest.Report(t, at)
 	f.send(t, req)
 	var span, trace string
 	for _, s := range batch.Samples {
-		if s.Meta.SpanID != "" && cpuOnly(&s) {
+		if s.Meta.SpanID != "" && plugintest.CPUOnly(&s) {
 			span, trace = s.Meta.SpanID, s.Meta.TraceID
 			break
 		}
 	}
 	require.NotEmpty(t, span, "the generator links some samples to spans")
-	_, _, want := querytest.Top(batch, func(s *model.Sample) bool { return cpuOnly(s) && s.Meta.SpanID == span })
-	_, _, wantTrace := querytest.Top(batch, func(s *model.Sample) bool { return cpuOnly(s) && s.Meta.TraceID == trace })
+	_, _, want := querytest.Top(batch, func(s *model.Sample) bool { return plugintest.CPUOnly(s) && s.Meta.SpanID == span })
+	_, _, wantTrace := querytest.Top(batch, func(s *model.Sample) bool { return plugintest.CPUOnly(s) && s.Meta.TraceID == trace })
 	// The span's own range, as Grafana sends it for a span link: the
 	// padding widens it to cover the report's samples.
 	from, to := at.Add(2*time.Second), at.Add(4*time.Second)
 	root := func(q map[string]any) int64 {
-		rows := flameRows(t, requireOK(t, f.query(t, q, from, to))[0])
+		rows := querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0], "ns")
 		return rows[0].Value
 	}
-	require.Equal(t, want, root(map[string]any{"profileTypeId": cpuType, "spanSelector": []string{strings.ToUpper(span), ""}}))
-	require.Equal(t, wantTrace, root(map[string]any{"profileTypeId": cpuType, "traceId": trace}))
+	require.Equal(t, want, root(map[string]any{"profileTypeId": plugintest.CPUType, "spanSelector": []string{strings.ToUpper(span), ""}}))
+	require.Equal(t, wantTrace, root(map[string]any{"profileTypeId": plugintest.CPUType, "traceId": trace}))
 }
 
 func TestMetricsPerGroupAddUpToTheTotal(t *testing.T) {
 	f := newFixture(t, nil)
 	at := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
-	req, batch := report(t, at)
+	req, batch := plugintest.Report(t, at)
 	f.send(t, req)
 	want := map[string]int64{}
 	for _, s := range batch.Samples {
-		if cpuOnly(&s) {
+		if plugintest.CPUOnly(&s) {
 			want[s.Meta.Series.Attributes["k8s.pod.name"]] += s.Value
 		}
 	}
-	q := map[string]any{"queryType": "metrics", "profileTypeId": cpuType, "groupBy": []string{"k8s_pod_name"}}
-	frames := requireOK(t, f.query(t, q, at.Add(-time.Hour), at.Add(time.Hour)))
+	q := map[string]any{"queryType": "metrics", "profileTypeId": plugintest.CPUType, "groupBy": []string{"k8s_pod_name"}}
+	frames := plugintest.RequireOK(t, f.query(t, q, at.Add(-time.Hour), at.Add(time.Hour)))
 	got := map[string]int64{}
 	for _, fr := range frames {
 		require.Equal(t, data.VisTypeGraph, fr.Meta.PreferredVisualization)
@@ -339,7 +246,7 @@ func TestMetricsPerGroupAddUpToTheTotal(t *testing.T) {
 	}
 	require.Equal(t, want, got, "CPU seconds per pod, as cores × step")
 
-	both := requireOK(t, f.query(t, map[string]any{"queryType": "both", "profileTypeId": cpuType}, at.Add(-time.Hour), at.Add(time.Hour)))
+	both := plugintest.RequireOK(t, f.query(t, map[string]any{"queryType": "both", "profileTypeId": plugintest.CPUType}, at.Add(-time.Hour), at.Add(time.Hour)))
 	require.Equal(t, "response", both[0].Name)
 	require.Equal(t, "series", both[1].Name)
 }
@@ -347,7 +254,7 @@ func TestMetricsPerGroupAddUpToTheTotal(t *testing.T) {
 func TestEditorResources(t *testing.T) {
 	f := newFixture(t, nil)
 	at := time.Now().UTC().Truncate(time.Minute).Add(-10 * time.Minute)
-	req, batch := report(t, at)
+	req, batch := plugintest.Report(t, at)
 	f.send(t, req)
 	get := func(path string, status int) []byte {
 		t.Helper()
@@ -360,10 +267,10 @@ func TestEditorResources(t *testing.T) {
 	}
 	var types []query.ProfileTypeInfo
 	require.NoError(t, json.Unmarshal(get("profileTypes", http.StatusOK), &types))
-	require.Contains(t, types, query.ProfileTypeInfo{ID: cpuType, Label: "process_cpu - cpu"})
+	require.Contains(t, types, query.ProfileTypeInfo{ID: plugintest.CPUType, Label: "process_cpu - cpu"})
 
 	var names []string
-	require.NoError(t, json.Unmarshal(get("labelNames?profileTypeId="+cpuType, http.StatusOK), &names))
+	require.NoError(t, json.Unmarshal(get("labelNames?profileTypeId="+plugintest.CPUType, http.StatusOK), &names))
 	require.Subset(t, names, []string{"service_name", "k8s_pod_name", "thread_name"})
 
 	var pods []string
@@ -414,20 +321,20 @@ func TestRollupsAnswerLikeTheRawTable(t *testing.T) {
 	}
 	from, to := now.Add(-10*time.Hour+13*time.Second), now.Add(-5*time.Minute+7*time.Second)
 	for _, q := range []map[string]any{
-		{"queryType": "profile", "profileTypeId": cpuType},
-		{"queryType": "table", "profileTypeId": cpuType},
-		{"queryType": "metrics", "profileTypeId": cpuType, "groupBy": []string{"service_name"}},
+		{"queryType": "profile", "profileTypeId": plugintest.CPUType},
+		{"queryType": "table", "profileTypeId": plugintest.CPUType},
+		{"queryType": "metrics", "profileTypeId": plugintest.CPUType, "groupBy": []string{"service_name"}},
 	} {
 		t.Run(q["queryType"].(string), func(t *testing.T) { // set above
 			q["labelSelector"] = `{thread_name=~".*"}` // a sample attribute: the raw table only
-			raw := requireOK(t, f.query(t, q, from, to))
+			raw := plugintest.RequireOK(t, f.query(t, q, from, to))
 			require.Positive(t, raw[0].Rows())
 			for name, sel := range map[string]string{
 				"service rollups": `{}`,
 				"series rollups":  `{k8s_pod_name=~".*"}`, // a resource label: the rollups by series
 			} {
 				q["labelSelector"] = sel
-				rollup := requireOK(t, f.query(t, q, from, to))
+				rollup := plugintest.RequireOK(t, f.query(t, q, from, to))
 				require.Len(t, rollup, len(raw), name)
 				for i := range raw {
 					require.Equal(t, raw[i].Rows(), rollup[i].Rows(), name)
@@ -443,26 +350,6 @@ func TestRollupsAnswerLikeTheRawTable(t *testing.T) {
 	}
 }
 
-// TestQueriesCarryLimitsAndLogComment reads back, in ClickHouse, the
-// settings the datasource's queries carry.
-func TestQueriesCarryLimitsAndLogComment(t *testing.T) {
-	settings := embeddedSettings(t, "default")
-	settings["queryTimeout"] = "42"
-	ds := instance(t, settings, nil)
-	conn, err := ds.connection()
-	require.NoError(t, err)
-	ctx := ds.queryContext(context.Background(), &backend.User{Login: "alice"}, "dash-1", "7", "")
-	var comment, overflow string
-	var timeout float64
-	var rows uint64
-	require.NoError(t, conn.QueryRow(ctx, "SELECT getSetting('log_comment'), toFloat64(getSetting('max_execution_time')), "+
-		"toUInt64(getSetting('max_result_rows')), toString(getSetting('result_overflow_mode'))").Scan(&comment, &timeout, &rows, &overflow))
-	require.Equal(t, "flamehouse grafana_user:alice grafana_dashboard:dash-1 grafana_panel:7", comment)
-	require.InDelta(t, 42, timeout, 0.001)
-	require.Equal(t, uint64(maxResultRows), rows)
-	require.Equal(t, "throw", overflow)
-}
-
 // TestTempoShapedQueries runs the two queries Grafana's trace view sends
 // to the datasource named by Tempo's tracesToProfiles, exactly as it
 // builds them (grafana-integration.md §2.2): the embedded span flame
@@ -472,34 +359,34 @@ func TestQueriesCarryLimitsAndLogComment(t *testing.T) {
 func TestTempoShapedQueries(t *testing.T) {
 	f := newFixture(t, map[string]any{"spanWindowPadding": "30"})
 	at := time.Now().UTC().Truncate(time.Minute).Add(-15 * time.Minute)
-	req, batch := report(t, at)
+	req, batch := plugintest.Report(t, at)
 	f.send(t, req)
 	var span string
 	for _, s := range batch.Samples {
-		if s.Meta.SpanID != "" && cpuOnly(&s) {
+		if s.Meta.SpanID != "" && plugintest.CPUOnly(&s) {
 			span = s.Meta.SpanID
 			break
 		}
 	}
 	require.NotEmpty(t, span)
-	_, _, want := querytest.Top(batch, func(s *model.Sample) bool { return cpuOnly(s) && s.Meta.SpanID == span })
+	_, _, want := querytest.Top(batch, func(s *model.Sample) bool { return plugintest.CPUOnly(s) && s.Meta.SpanID == span })
 	spanStart, spanEnd := at.Add(time.Second), at.Add(1500*time.Millisecond)
 
 	embedded := map[string]any{
-		"labelSelector": `{service_name="checkout"}`, "groupBy": []string{}, "profileTypeId": cpuType, "queryType": "profile",
+		"labelSelector": `{service_name="checkout"}`, "groupBy": []string{}, "profileTypeId": plugintest.CPUType, "queryType": "profile",
 		"spanSelector": []string{span}, "refId": "span-flamegraph-refId",
 		"datasource":       map[string]any{"type": "flamehouse-profiles-datasource", "uid": "flamehouse"},
 		"includeExemplars": false, "heatmapType": "individual", "includeHeatmap": false,
 	}
-	frames := requireOK(t, f.query(t, embedded, spanStart.Add(-30*time.Second), spanEnd.Add(30*time.Second)))
-	rows := flameRows(t, frames[0])
+	frames := plugintest.RequireOK(t, f.query(t, embedded, spanStart.Add(-30*time.Second), spanEnd.Add(30*time.Second)))
+	rows := querytest.FlameRows(t, frames[0], "ns")
 	require.Greater(t, len(rows), 1, "the trace view draws the frame only when it has more than one row")
 	require.Equal(t, want, rows[0].Value)
 
 	related := map[string]any{
-		"labelSelector": `{service_name="checkout"}`, "groupBy": []string{}, "profileTypeId": cpuType, "queryType": "profile",
+		"labelSelector": `{service_name="checkout"}`, "groupBy": []string{}, "profileTypeId": plugintest.CPUType, "queryType": "profile",
 		"spanSelector": []string{span}, "refId": "profile",
 	}
-	require.Equal(t, want, flameRows(t, requireOK(t, f.query(t, related, spanStart, spanEnd))[0])[0].Value,
+	require.Equal(t, want, querytest.FlameRows(t, plugintest.RequireOK(t, f.query(t, related, spanStart, spanEnd))[0], "ns")[0].Value,
 		"the span's exact range, widened by the padding")
 }

@@ -1,4 +1,4 @@
-package plugin
+package peer
 
 import (
 	"fmt"
@@ -84,7 +84,7 @@ func (r *peerReport) String() string {
 	first := r.phases[0].w
 	fmt.Fprintf(&sb, "\nPeer benchmark: Flamehouse (its ingest; the Flamehouse Collector), the contrib exporter's otel_profiles, Grafana Pyroscope\n")
 	fmt.Fprintf(&sb, "loading: %d requests in flight on each path, one path at a time; fresh databases and a Pyroscope tenant per phase\n", first.senders)
-	fmt.Fprintf(&sb, "queries: p50 of %d runs, max-nodes %d; cold: a fresh symbol cache (datasource), the first run (Pyroscope)\n", first.runs, peerMaxNodes)
+	fmt.Fprintf(&sb, "queries: p50 of %d runs, max-nodes %d; cold: a new datasource (an empty symbol cache), the first run (Pyroscope)\n", first.runs, peerMaxNodes)
 	fmt.Fprintf(&sb, "peak heap per request in flight: the peak growth while loading less what stays after the load (flamehouse; pyroscope's cannot be settled), over requests in flight × their mean size\n")
 	fmt.Fprintf(&sb, "acknowledged: flamehouse, collector, exporter: rows committed to ClickHouse; pyroscope: segment in its object store, metadata in its metastore\n")
 	for _, p := range r.phases {
