@@ -52,13 +52,14 @@ type Engine struct {
 var ErrInvalidQuery = errors.New("invalid query")
 
 // idsPerLookup bounds the stack or frame ids of one lookup (they travel as
-// a parameter in the request line). Past it, when the services are known,
-// all of the services' stacks or frames are read in one query instead: a
-// query that misses that many reads most of them anyway. Below it the
-// lookup reads only the ids asked for, so that a narrow query on a cold
-// cache (one pod of a service) does not read the whole service's
-// dictionaries: in the dense workload of docs/performance.md a pod's
-// 1,497 stacks against the service's 35,123.
+// a parameter in the request line). A lookup reads only the ids it misses,
+// in chunks of this many, unless they are more than one chunk and at least
+// half of the rows the filter's services hold in the table: then it reads
+// those services' rows in one query (see lookup). So a narrow query on a
+// cold cache (one pod, the last hour) does not read a service's whole
+// dictionaries: in the workloads of docs/performance.md a dense pod's
+// 1,497 stacks against the service's 35,123, the sparse day's last hour's
+// 10,491 against 46,710.
 const idsPerLookup = 10000
 
 // Run answers a request with its frames: from the cache when its range is
@@ -783,7 +784,7 @@ func (g *groupIndex) valuesOf() [][]string {
 func (e *Engine) stackFrames(ctx context.Context, f *filter, ids []uint64, sym *Symbols) (map[uint64][]uint64, error) {
 	out := make(map[uint64][]uint64, len(ids))
 	missing := sym.stacksOf(e.Tenant, ids, out)
-	return out, lookup(f, missing, func(chunk []uint64) error {
+	return out, e.lookup(ctx, f, schema.Stacks, missing, func(chunk []uint64) error {
 		var p params
 		rows, err := e.Conn.Query(ctx, stacksSQL(&p, e.Tables, e.Tenant, f, chunk), p.args...)
 		if err != nil {
@@ -807,15 +808,22 @@ func (e *Engine) stackFrames(ctx context.Context, f *filter, ids []uint64, sym *
 	})
 }
 
-// lookup loads the symbols of missing ids: all symbols of the filter's
-// services in one query when there are more than fit one query parameter
-// (load(nil)), else the ids in chunks that fit one.
-func lookup(f *filter, missing []uint64, load func(ids []uint64) error) error {
-	switch {
-	case len(missing) == 0:
+// lookup loads the symbols of missing ids from table (stacks or frames):
+// by id, in chunks that fit a query parameter, or all of the filter's
+// services' rows in one query (load(nil)) when the ids are more than one
+// chunk and at least half of those rows (wholeServices).
+func (e *Engine) lookup(ctx context.Context, f *filter, table string, missing []uint64, load func(ids []uint64) error) error {
+	if len(missing) == 0 {
 		return nil
-	case len(f.services) > 0 && len(missing) > idsPerLookup:
-		return load(nil)
+	}
+	if len(f.services) > 0 && len(missing) > idsPerLookup {
+		rows, err := e.serviceRows(ctx, f, table)
+		if err != nil {
+			return err
+		}
+		if wholeServices(len(missing), rows) {
+			return load(nil)
+		}
 	}
 	slices.Sort(missing)
 	for chunk := range slices.Chunk(missing, idsPerLookup) {
@@ -824,6 +832,26 @@ func lookup(f *filter, missing []uint64, load func(ids []uint64) error) error {
 		}
 	}
 	return nil
+}
+
+// wholeServices reports whether a lookup of missing ids reads its services'
+// rows of a table (rows of them) in one query rather than by id: when the
+// ids are more than one chunk and at least half of the rows. Reading a row
+// costs about the same either way; each chunk scans the services' rows.
+func wholeServices(missing int, rows uint64) bool {
+	return missing > idsPerLookup && uint64(missing)*2 >= rows
+}
+
+// serviceRows counts the rows the filter's services hold in a table (one
+// per stack or frame and day seen), from the table's sort key.
+func (e *Engine) serviceRows(ctx context.Context, f *filter, table string) (uint64, error) {
+	var p params
+	var n uint64
+	q := "SELECT count() FROM " + e.Tables.Qualified(table) + " WHERE TenantId = " + p.str(e.Tenant) + servicesCond(&p, f)
+	if err := e.Conn.QueryRow(ctx, q, p.args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count the services' rows of %s: %w", table, err)
+	}
+	return n, nil
 }
 
 // unpackFrameIDs decodes 8 little-endian bytes per frame id.
@@ -854,7 +882,7 @@ func (e *Engine) frameLabels(ctx context.Context, f *filter, stacks []stackValue
 	if err != nil {
 		return nil, nil, err
 	}
-	return names, natives, lookup(f, missing, func(chunk []uint64) error {
+	return names, natives, e.lookup(ctx, f, schema.Frames, missing, func(chunk []uint64) error {
 		return e.loadFrames(ctx, f, chunk, key, pr.placement, names, natives, sym)
 	})
 }

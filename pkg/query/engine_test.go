@@ -43,11 +43,33 @@ func TestQueryTypes(t *testing.T) {
 		`queryType "flame" is not one of profile, metrics, both, table, traces, spans, diff, executables, profiles`)
 }
 
-// TestLookupReadsOnlyWhatItMisses: a lookup of up to idsPerLookup missing
-// ids reads those ids, sorted, in one query, whether or not the services
-// are known; past it, with known services, it reads the services' whole
-// dictionary in one query (load(nil)), and without them the ids in chunks.
-func TestLookupReadsOnlyWhatItMisses(t *testing.T) {
+// TestWholeServicesOnlyPastHalf: a lookup reads by id up to one chunk of
+// ids, and past it reads the services' whole rows only when it misses at
+// least half of them.
+func TestWholeServicesOnlyPastHalf(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		missing int
+		rows    uint64
+		whole   bool
+	}{
+		{"a pod's stacks", 1497, 35123, false},
+		{"one chunk, all of the service", idsPerLookup, idsPerLookup, false},
+		{"the sparse day's last hour", 10491, 46710, false},
+		{"more than a chunk, half", 23355, 46710, true},
+		{"the whole day", 44000, 46710, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.whole, wholeServices(tc.missing, tc.rows))
+		})
+	}
+}
+
+// TestLookupReadsByIDInChunks: a lookup that need not count the services'
+// rows (one chunk of ids or fewer, or no service named) reads the ids it
+// misses, sorted, in chunks of idsPerLookup, without touching the
+// database (the engine here has no connection).
+func TestLookupReadsByIDInChunks(t *testing.T) {
 	ids := func(n int) []uint64 {
 		out := make([]uint64, n)
 		for i := range out {
@@ -59,21 +81,17 @@ func TestLookupReadsOnlyWhatItMisses(t *testing.T) {
 		name     string
 		services []string
 		missing  int
-		want     []int // ids per load; -1 for load(nil)
+		want     []int // ids per load
 	}{
 		{"none", []string{"checkout"}, 0, nil},
 		{"a pod's stacks", []string{"checkout"}, 1497, []int{1497}},
-		{"one parameter's worth", []string{"checkout"}, idsPerLookup, []int{idsPerLookup}},
-		{"more, service known", []string{"checkout"}, idsPerLookup + 1, []int{-1}},
-		{"more, service unknown", nil, idsPerLookup + 1, []int{idsPerLookup, 1}},
+		{"one chunk", []string{"checkout"}, idsPerLookup, []int{idsPerLookup}},
+		{"more, no service named", nil, 2*idsPerLookup + 1, []int{idsPerLookup, idsPerLookup, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []int
-			err := lookup(&filter{services: tc.services}, ids(tc.missing), func(chunk []uint64) error {
-				if chunk == nil {
-					got = append(got, -1)
-					return nil
-				}
+			err := (&Engine{}).lookup(context.Background(), &filter{services: tc.services}, "profile_stacks", ids(tc.missing), func(chunk []uint64) error {
+				require.NotNil(t, chunk, "by id")
 				require.True(t, slices.IsSorted(chunk), "ids are read sorted")
 				got = append(got, len(chunk))
 				return nil

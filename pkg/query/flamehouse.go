@@ -80,7 +80,7 @@ func (l *flamehouseLayout) executables(ctx context.Context, r *Request) (*execut
 	}
 	distinct, known := distinctFrames(stacks.ids, stackFrames)
 	frames := map[uint64]*exeFrame{}
-	if err := lookup(f, distinct, func(chunk []uint64) error { return e.loadExeFrames(ctx, f, chunk, pr.placement, frames) }); err != nil {
+	if err := e.lookup(ctx, f, schema.Frames, distinct, func(chunk []uint64) error { return e.loadExeFrames(ctx, f, chunk, pr.placement, frames) }); err != nil {
 		return nil, err
 	}
 	t := exeTally{out: &executableSums{}, sums: map[exeKey]*exeSum{}}

@@ -94,7 +94,7 @@ func (e *Engine) frameDetails(ctx context.Context, f *filter, want []uint64) (ma
 	for _, id := range want {
 		wanted[id] = true
 	}
-	return out, lookup(f, slices.Clone(want), func(chunk []uint64) error {
+	return out, e.lookup(ctx, f, schema.Frames, slices.Clone(want), func(chunk []uint64) error {
 		var p params
 		rows, err := e.Conn.Query(ctx, frameDetailsSQL(&p, e.Tables, e.Tenant, f, chunk, pr.placement), p.args...)
 		if err != nil {
