@@ -82,8 +82,10 @@ type Count struct {
 	Events int64
 	// Values is the sum of their values (0 when they send none).
 	Values int64
-	// EventsTimesPeriod is Events times the profile's period: the time a
-	// CPU sample count stands for.
+	// EventsTimesPeriod is each event's count (its value, 1 when the
+	// sample has no values) times the profile's period: the time a CPU
+	// sample count stands for, as the ingest stores it (0 without a
+	// period).
 	EventsTimesPeriod int64
 	// First and Last are the earliest and latest sample timestamps (Unix
 	// ns; 0 when the samples have none).
@@ -107,12 +109,20 @@ func (t Tally) Add(o Tally) {
 }
 
 // CountRequest decodes an ExportProfilesServiceRequest and tallies its
-// samples by process and sample type.
+// samples by process and sample type (TallyRequest).
 func CountRequest(payload []byte) (Tally, error) {
 	var req collectorpb.ExportProfilesServiceRequest
 	if err := proto.Unmarshal(payload, &req); err != nil {
 		return nil, fmt.Errorf("decode the request: %w", err)
 	}
+	return TallyRequest(&req), nil
+}
+
+// TallyRequest tallies a request's samples by process and sample type, counting
+// events as the ingest does: a timestamp each, or one for a sample with a
+// value and no timestamps; a CPU sample count's time is its value (1 for
+// a timestamp without values) times the period.
+func TallyRequest(req *collectorpb.ExportProfilesServiceRequest) Tally {
 	str := func(i int32) string {
 		if d := req.GetDictionary(); d != nil && i >= 0 && int(i) < len(d.GetStringTable()) {
 			return d.GetStringTable()[i]
@@ -133,10 +143,15 @@ func CountRequest(payload []byte) (Tally, error) {
 					}
 					c.Samples++
 					c.Events += events
-					c.EventsTimesPeriod += events * p.GetPeriod()
+					var values int64
 					for _, v := range s.GetValues() {
-						c.Values += v
+						values += v
 					}
+					c.Values += values
+					if len(s.GetValues()) == 0 {
+						values = events // a timestamp is one count
+					}
+					c.EventsTimesPeriod += values * p.GetPeriod()
 					for _, ts := range s.GetTimestampsUnixNano() {
 						c.First, c.Last = earliest(c.First, ts), max(c.Last, ts)
 					}
@@ -145,7 +160,7 @@ func CountRequest(payload []byte) (Tally, error) {
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // earliest is the smaller of two timestamps, 0 meaning none.
