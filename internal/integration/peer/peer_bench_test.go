@@ -283,10 +283,10 @@ func (p *peerPhase) checkQueryRoots(b *testing.B) {
 
 // peerWorkload is one phase's data set and query ranges.
 type peerWorkload struct {
-	name           string // "sparse", "dense", "cluster", "agent" or "live"
+	name           string            // "sparse", "dense", "cluster", "agent" or "live"
 	cfg            profilegen.Config // nil record: what generates the requests
-	span           time.Duration // end - start
-	podsPerRequest int           // a report's pods per request
+	span           time.Duration     // end - start
+	podsPerRequest int               // a report's pods per request
 	runs           int
 	senders        int       // requests in flight while loading
 	start, end     time.Time // data: [start, end)
