@@ -11,6 +11,7 @@ import (
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding/gzip"
@@ -137,30 +138,35 @@ func TallyRequest(req *collectorpb.ExportProfilesServiceRequest) Tally {
 				k := TallyKey{PID: pid, Type: str(p.GetSampleType().GetTypeStrindex()) + "/" + str(p.GetSampleType().GetUnitStrindex())}
 				c := out[k]
 				for _, s := range p.GetSamples() {
-					events := int64(len(s.GetTimestampsUnixNano()))
-					if events == 0 && len(s.GetValues()) > 0 {
-						events = 1
-					}
-					c.Samples++
-					c.Events += events
-					var values int64
-					for _, v := range s.GetValues() {
-						values += v
-					}
-					c.Values += values
-					if len(s.GetValues()) == 0 {
-						values = events // a timestamp is one count
-					}
-					c.EventsTimesPeriod += values * p.GetPeriod()
-					for _, ts := range s.GetTimestampsUnixNano() {
-						c.First, c.Last = earliest(c.First, ts), max(c.Last, ts)
-					}
+					c.addSample(s, p.GetPeriod())
 				}
 				out[k] = c
 			}
 		}
 	}
 	return out
+}
+
+// addSample counts one sample of a profile with the given period.
+func (c *Count) addSample(s *profilespb.Sample, period int64) {
+	events := int64(len(s.GetTimestampsUnixNano()))
+	if events == 0 && len(s.GetValues()) > 0 {
+		events = 1
+	}
+	c.Samples++
+	c.Events += events
+	var values int64
+	for _, v := range s.GetValues() {
+		values += v
+	}
+	c.Values += values
+	if len(s.GetValues()) == 0 {
+		values = events // a timestamp is one count
+	}
+	c.EventsTimesPeriod += values * period
+	for _, ts := range s.GetTimestampsUnixNano() {
+		c.First, c.Last = earliest(c.First, ts), max(c.Last, ts)
+	}
 }
 
 // earliest is the smaller of two timestamps, 0 meaning none.

@@ -291,8 +291,8 @@ func (p *peerPhase) chooseLiveFilter(b *testing.B) {
 	var best string
 	var bestCPU int64 = -1
 	for _, pid := range pids {
-		q := peerQuery{name: "flame-pid-" + pid, kind: w.wholeQuery().kind, from: w.start,
-			ours: `{service_name=` + strconv.Quote(w.service) + `, process_pid=` + strconv.Quote(pid) + `}`}
+		sel := `{service_name=` + strconv.Quote(w.service) + `, process_pid=` + strconv.Quote(pid) + `}`
+		q := peerQuery{name: "flame-pid-" + pid, kind: w.wholeQuery().kind, from: w.start, ours: sel}
 		if v := p.ours.flameRoot(b, q, w.queryTo); v > bestCPU {
 			best, bestCPU = pid, v
 		}
@@ -409,12 +409,22 @@ func TestCompareServicesCatchesAnyMismatch(t *testing.T) {
 		theirs     map[string]int64
 		cpu        int64
 	}{
-		{"one of our values off by one", `service "unknown_service:peer.test": ours 301 ns, pyroscope's 300 ns`,
-			map[string]int64{"unknown_service:python3": 600, "unknown_service:peer.test": 301, "unknown_service:clickhouse": 99}, theirs, 1000},
-		{"ours short of the requests' CPU time", "our services add up to 999 ns, the requests' CPU time is 1000 ns",
-			map[string]int64{"unknown_service:python3": 600, "unknown_service:peer.test": 300, "unknown_service:clickhouse": 99}, theirs, 1000},
-		{"a service only pyroscope has", `service "unknown_service:ghost": pyroscope's 5 ns, not one of ours`,
-			ours, map[string]int64{"unknown_service:python3": 600, "unknown_service:ghost": 5}, 1000},
+		{
+			"one of our values off by one", `service "unknown_service:peer.test": ours 301 ns, pyroscope's 300 ns`,
+			map[string]int64{"unknown_service:python3": 600, "unknown_service:peer.test": 301, "unknown_service:clickhouse": 99},
+			theirs, 1000,
+		},
+		{
+			"ours short of the requests' CPU time", "our services add up to 999 ns, the requests' CPU time is 1000 ns",
+			map[string]int64{"unknown_service:python3": 600, "unknown_service:peer.test": 300, "unknown_service:clickhouse": 99},
+			theirs, 1000,
+		},
+		{
+			"a service only pyroscope has", `service "unknown_service:ghost": pyroscope's 5 ns, not one of ours`,
+			ours,
+			map[string]int64{"unknown_service:python3": 600, "unknown_service:ghost": 5},
+			1000,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := compareServices(tc.cpu, tc.ours, tc.theirs)
