@@ -138,7 +138,7 @@ func TallyRequest(req *collectorpb.ExportProfilesServiceRequest) Tally {
 				k := TallyKey{PID: pid, Type: str(p.GetSampleType().GetTypeStrindex()) + "/" + str(p.GetSampleType().GetUnitStrindex())}
 				c := out[k]
 				for _, s := range p.GetSamples() {
-					c.addSample(s, p.GetPeriod())
+					c.AddSample(s, p.GetPeriod())
 				}
 				out[k] = c
 			}
@@ -147,8 +147,8 @@ func TallyRequest(req *collectorpb.ExportProfilesServiceRequest) Tally {
 	return out
 }
 
-// addSample counts one sample of a profile with the given period.
-func (c *Count) addSample(s *profilespb.Sample, period int64) {
+// AddSample counts one sample of a profile with the given period.
+func (c *Count) AddSample(s *profilespb.Sample, period int64) {
 	events := int64(len(s.GetTimestampsUnixNano()))
 	if events == 0 && len(s.GetValues()) > 0 {
 		events = 1

@@ -393,8 +393,9 @@ type peerLoad struct {
 	cpuNanos int64 // events × period
 	payload  int64 // marshaled bytes
 	took     time.Duration
-	pids     map[int64]bool // the processes (process.pid) of the requests
-	prefix   *peerLoad      // the live phase's first peerLivePrefix (nil: none)
+	pids     map[int64]bool        // the processes (process.pid) of the requests
+	prefix   *peerLoad             // the live phase's first peerLivePrefix (nil: none)
+	services map[string]serviceCPU // the live phase's CPU time by service
 }
 
 // meanBody is the mean marshaled request size.

@@ -21,6 +21,8 @@ import (
 	"connectrpc.com/connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 	"github.com/stretchr/testify/require"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/flamehouse/flamehouse/internal/ebpfagent"
 	"github.com/flamehouse/flamehouse/internal/plugintest"
@@ -110,6 +112,12 @@ func recordLive(b *testing.B, w *peerWorkload, bin string) *peerLoad {
 		require.Zero(b, a.Rejected, "live: request %d: the scratch ingest rejected part: %s", i, a.Message)
 	}
 	require.NoError(b, writeRequests(l, reqs))
+	l.services = map[string]serviceCPU{}
+	for i, r := range reqs {
+		var req collectorpb.ExportProfilesServiceRequest
+		require.NoError(b, proto.Unmarshal(r.Payload, &req), "live: request %d", i)
+		addServiceCPU(l.services, &req)
+	}
 	if w.span > peerLivePrefix {
 		cut := slices.IndexFunc(reqs, func(r ebpfagent.Request) bool { return r.Received.Sub(w.start) >= peerLivePrefix })
 		if cut > 0 {
@@ -176,45 +184,103 @@ func spin(ctx context.Context) {
 	}
 }
 
+// serviceCPU is one service's CPU time in the recorded requests: all of
+// it, and the part in stacks without a named frame (every location
+// without lines: unsymbolized native code), or with at least one unnamed
+// frame.
+type serviceCPU struct {
+	total, allUnnamed, anyUnnamed int64
+}
+
+// addServiceCPU adds a request's CPU time by service, its resource's
+// service.name or, as the OpenTelemetry default names a service,
+// "unknown_service:" and its process.executable.name.
+func addServiceCPU(out map[string]serviceCPU, req *collectorpb.ExportProfilesServiceRequest) {
+	d := req.GetDictionary()
+	unnamed := func(loc int32) bool {
+		return loc < 0 || int(loc) >= len(d.GetLocationTable()) || len(d.GetLocationTable()[loc].GetLines()) == 0
+	}
+	for _, rp := range req.GetResourceProfiles() {
+		svc, exe := "", ""
+		for _, kv := range rp.GetResource().GetAttributes() {
+			switch kv.GetKey() {
+			case "service.name":
+				svc = kv.GetValue().GetStringValue()
+			case "process.executable.name":
+				exe = kv.GetValue().GetStringValue()
+			}
+		}
+		if svc == "" {
+			svc = "unknown_service:" + exe
+		}
+		c := out[svc]
+		for _, sp := range rp.GetScopeProfiles() {
+			for _, p := range sp.GetProfiles() {
+				for _, smp := range p.GetSamples() {
+					var one ebpfagent.Count
+					one.AddSample(smp, p.GetPeriod())
+					c.total += one.EventsTimesPeriod
+					var locs []int32
+					if i := smp.GetStackIndex(); i >= 0 && int(i) < len(d.GetStackTable()) {
+						locs = d.GetStackTable()[i].GetLocationIndices()
+					}
+					if !slices.ContainsFunc(locs, func(l int32) bool { return !unnamed(l) }) {
+						c.allUnnamed += one.EventsTimesPeriod
+					}
+					if slices.ContainsFunc(locs, unnamed) {
+						c.anyUnnamed += one.EventsTimesPeriod
+					}
+				}
+			}
+		}
+		out[svc] = c
+	}
+}
+
 // liveAnswers is the live phase's answers by service (the label both
 // systems expose for a process of the agent's: service_name).
 type liveAnswers struct {
 	ours, pyroscope map[string]int64 // CPU ns by service
 	keptNanos       int64            // the CPU time of the services Pyroscope reports
 	dropped         []string         // services Pyroscope lacks, busiest first
+	whole           []string         // the services Pyroscope keeps whole, busiest first
 	busiest         string           // the recording's busiest service
 	filterNote      string           // how the filtered queries were chosen
 	prefix          *livePrefix
 }
 
-// compareServices checks Pyroscope's services against ours: ours must
-// add up to the requests' CPU time, and every service Pyroscope reports
-// must be one of ours with exactly our value. It returns the answers with
-// the services Pyroscope dropped.
-func compareServices(cpuNanos int64, ours, pyroscope map[string]int64) (*liveAnswers, error) {
-	a := &liveAnswers{ours: ours, pyroscope: pyroscope}
+// compareServices checks both systems' answers by service against the
+// recorded requests: ours must be each service's CPU time, and
+// Pyroscope's the part in stacks with a named frame (it drops a sample
+// whose every frame is unsymbolized); a service it reports as empty or
+// not at all is dropped. It returns the answers with the services
+// Pyroscope dropped, busiest first.
+func compareServices(recorded map[string]serviceCPU, ours, pyroscope map[string]int64) (*liveAnswers, error) {
+	a := &liveAnswers{ours: ours, pyroscope: map[string]int64{}}
 	var errs []error
-	var sum int64
-	for _, v := range ours {
-		sum += v
+	for _, svc := range slices.Sorted(maps.Keys(recorded)) {
+		if ours[svc] != recorded[svc].total {
+			errs = append(errs, fmt.Errorf("service %q: ours %d ns, the requests' %d ns", svc, ours[svc], recorded[svc].total))
+		}
 	}
-	if sum != cpuNanos {
-		errs = append(errs, fmt.Errorf("our services add up to %d ns, the requests' CPU time is %d ns", sum, cpuNanos))
+	for _, svc := range slices.Sorted(maps.Keys(ours)) {
+		if _, ok := recorded[svc]; !ok {
+			errs = append(errs, fmt.Errorf("service %q: ours %d ns, not in the requests", svc, ours[svc]))
+		}
 	}
 	for _, svc := range slices.Sorted(maps.Keys(pyroscope)) {
-		theirs := pyroscope[svc]
-		mine, ok := ours[svc]
-		switch {
-		case !ok:
-			errs = append(errs, fmt.Errorf("service %q: pyroscope's %d ns, not one of ours", svc, theirs))
-		case mine != theirs:
-			errs = append(errs, fmt.Errorf("service %q: ours %d ns, pyroscope's %d ns", svc, mine, theirs))
-		default:
+		theirs, r := pyroscope[svc], recorded[svc]
+		if want := r.total - r.allUnnamed; theirs != want {
+			errs = append(errs, fmt.Errorf("service %q: pyroscope's %d ns, the requests' %d ns less %d ns in stacks without a named frame = %d ns (%d ns with an unnamed frame)",
+				svc, theirs, r.total, r.allUnnamed, want, r.anyUnnamed))
+		}
+		if theirs > 0 {
+			a.pyroscope[svc] = theirs
 			a.keptNanos += theirs
 		}
 	}
 	for svc := range ours {
-		if _, ok := pyroscope[svc]; !ok {
+		if _, ok := a.pyroscope[svc]; !ok {
 			a.dropped = append(a.dropped, svc)
 		}
 	}
@@ -254,14 +320,23 @@ func (p *peerPhase) checkLiveAnswers(b *testing.B) {
 	for _, svc := range p.pyroscope.labelValues(b, "service_name", "", w.start, w.queryTo) {
 		theirs[svc] = p.pyroscope.flameRoot(b, w.serviceQuery(svc), w.queryTo)
 	}
-	a, err := compareServices(p.load.cpuNanos, ours, theirs)
+	a, err := compareServices(p.load.services, ours, theirs)
 	require.NoError(b, err, "live: Flamehouse's and Pyroscope's answers by service")
 	p.live = a
 	p.pyroscope.roots = map[string]int64{all.name: a.keptNanos}
 	require.NotEmpty(b, theirs, "live: pyroscope answers for no service")
 
-	kept := slices.Collect(maps.Keys(theirs))
-	slices.SortFunc(kept, func(x, y string) int { return cmp.Compare(theirs[y], theirs[x]) })
+	// Where Pyroscope keeps a service whole (no stack of it without a
+	// named frame), its answers can be compared as in the other phases.
+	var kept []string
+	for svc, v := range a.pyroscope {
+		if v == ours[svc] {
+			kept = append(kept, svc)
+		}
+	}
+	require.NotEmpty(b, kept, "live: pyroscope keeps no service whole")
+	slices.SortFunc(kept, func(x, y string) int { return cmp.Or(cmp.Compare(ours[y], ours[x]), strings.Compare(x, y)) })
+	a.whole = kept
 	quoted := make([]string, len(kept))
 	for i, svc := range kept {
 		quoted[i] = regexp.QuoteMeta(svc)
@@ -394,40 +469,39 @@ func loadPrefix(b *testing.B, w *peerWorkload, l *peerLoad) *livePrefix {
 // TestCompareServicesCatchesAnyMismatch plants each kind of difference
 // the live phase's answers check must catch, and reads what it keeps.
 func TestCompareServicesCatchesAnyMismatch(t *testing.T) {
+	recorded := map[string]serviceCPU{
+		"unknown_service:python3":    {total: 600, allUnnamed: 10, anyUnnamed: 300},
+		"unknown_service:peer.test":  {total: 300},
+		"unknown_service:clickhouse": {total: 100, allUnnamed: 100, anyUnnamed: 100},
+	}
 	ours := map[string]int64{"unknown_service:python3": 600, "unknown_service:peer.test": 300, "unknown_service:clickhouse": 100}
-	theirs := map[string]int64{"unknown_service:python3": 600, "unknown_service:peer.test": 300}
-	a, err := compareServices(1000, ours, theirs)
+	theirs := map[string]int64{"unknown_service:python3": 590, "unknown_service:peer.test": 300, "unknown_service:clickhouse": 0}
+	a, err := compareServices(recorded, ours, theirs)
 	require.NoError(t, err)
-	require.Equal(t, int64(900), a.keptNanos)
-	require.InDelta(t, 0.9, a.keptShare(1000), 1e-12)
+	require.Equal(t, int64(890), a.keptNanos)
+	require.InDelta(t, 0.89, a.keptShare(1000), 1e-12)
 	require.Equal(t, []string{"unknown_service:clickhouse"}, a.dropped)
 	require.Equal(t, "unknown_service:python3", a.busiest)
 
+	with := func(m map[string]int64, svc string, v int64) map[string]int64 {
+		out := maps.Clone(m)
+		out[svc] = v
+		return out
+	}
 	for _, tc := range []struct {
 		name, want string
 		ours       map[string]int64
 		theirs     map[string]int64
-		cpu        int64
 	}{
-		{
-			"one of our values off by one", `service "unknown_service:peer.test": ours 301 ns, pyroscope's 300 ns`,
-			map[string]int64{"unknown_service:python3": 600, "unknown_service:peer.test": 301, "unknown_service:clickhouse": 99},
-			theirs, 1000,
-		},
-		{
-			"ours short of the requests' CPU time", "our services add up to 999 ns, the requests' CPU time is 1000 ns",
-			map[string]int64{"unknown_service:python3": 600, "unknown_service:peer.test": 300, "unknown_service:clickhouse": 99},
-			theirs, 1000,
-		},
-		{
-			"a service only pyroscope has", `service "unknown_service:ghost": pyroscope's 5 ns, not one of ours`,
-			ours,
-			map[string]int64{"unknown_service:python3": 600, "unknown_service:ghost": 5},
-			1000,
-		},
+		{"one of our values off by one", `service "unknown_service:peer.test": ours 301 ns, the requests' 300 ns`, with(ours, "unknown_service:peer.test", 301), theirs},
+		{"a service of ours not in the requests", `service "unknown_service:ghost": ours 5 ns, not in the requests`, with(ours, "unknown_service:ghost", 5), theirs},
+		{"a service of ours missing", `service "unknown_service:clickhouse": ours 0 ns, the requests' 100 ns`, with(ours, "unknown_service:clickhouse", 0), theirs},
+		{"pyroscope's value off by one", `service "unknown_service:python3": pyroscope's 591 ns, the requests' 600 ns less 10 ns`, ours, with(theirs, "unknown_service:python3", 591)},
+		{"pyroscope keeping a sample it drops", `service "unknown_service:clickhouse": pyroscope's 100 ns`, ours, with(theirs, "unknown_service:clickhouse", 100)},
+		{"a service only pyroscope has", `service "unknown_service:ghost": pyroscope's 5 ns, the requests' 0 ns`, ours, with(theirs, "unknown_service:ghost", 5)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := compareServices(tc.cpu, tc.ours, tc.theirs)
+			_, err := compareServices(recorded, tc.ours, tc.theirs)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tc.want)
 		})

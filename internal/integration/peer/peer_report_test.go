@@ -2,7 +2,9 @@ package peer
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,7 +160,7 @@ func (p *peerPhase) table(sb *strings.Builder) {
 	row("root "+all+" (CPU s)", float64(o.roots[all])/1e9, float64(c.roots[all])/1e9, float64(e.roots[all])/1e9, float64(y.roots[all])/1e9)
 	over := "the whole range"
 	if p.live != nil {
-		over = "the services pyroscope keeps"
+		over = fmt.Sprintf("the %d services pyroscope keeps whole", len(p.live.whole))
 	}
 	fmt.Fprintf(sb, "top %d functions over %s agree (label, self, total): flamehouse's first %q %s self; pyroscope's %q %s self\n",
 		peerTopFunctions, over, p.top[o.name][0].Label, time.Duration(p.top[o.name][0].Self), p.top[y.name][0].Label, time.Duration(p.top[y.name][0].Self))
@@ -230,8 +232,17 @@ func prec(v float64) int {
 // write is the live phase's answers by service, its measured queries and
 // its bytes at the prefix's age.
 func (a *liveAnswers) write(sb *strings.Builder, l *peerLoad, w *peerWorkload) {
-	fmt.Fprintf(sb, "live answers by service: pyroscope reports %d of %d services, each with exactly flamehouse's CPU time; it kept %.1f %% of the CPU time (%s of %s)\n",
-		len(a.pyroscope), len(a.ours), 100*a.keptShare(l.cpuNanos), time.Duration(a.keptNanos).Round(time.Millisecond), time.Duration(l.cpuNanos).Round(time.Millisecond))
+	fmt.Fprintf(sb, "live answers by service: flamehouse has each service's CPU time; pyroscope reports %d of %d services, each with exactly its CPU time less its stacks without a named frame, %d of them whole; it kept %.1f %% of the CPU time (%s of %s)\n",
+		len(a.pyroscope), len(a.ours), len(a.whole), 100*a.keptShare(l.cpuNanos), time.Duration(a.keptNanos).Round(time.Millisecond), time.Duration(l.cpuNanos).Round(time.Millisecond))
+	var partial []string
+	for _, svc := range slices.Sorted(maps.Keys(a.pyroscope)) {
+		if a.pyroscope[svc] != a.ours[svc] {
+			partial = append(partial, fmt.Sprintf("%s %.1f %% of %s", svc, 100*float64(a.pyroscope[svc])/float64(a.ours[svc]), time.Duration(a.ours[svc]).Round(time.Millisecond)))
+		}
+	}
+	if len(partial) > 0 {
+		fmt.Fprintf(sb, "  kept in part by pyroscope: %s\n", strings.Join(partial, "; "))
+	}
 	for i, svc := range a.dropped {
 		if i == 10 {
 			fmt.Fprintf(sb, "  ... and %d more dropped\n", len(a.dropped)-i)
