@@ -194,7 +194,8 @@ type serviceCPU struct {
 
 // addServiceCPU adds a request's CPU time by service, its resource's
 // service.name or, as the OpenTelemetry default names a service,
-// "unknown_service:" and its process.executable.name.
+// "unknown_service:" and its process.executable.name ("unknown_service"
+// without one).
 func addServiceCPU(out map[string]serviceCPU, req *collectorpb.ExportProfilesServiceRequest) {
 	d := req.GetDictionary()
 	unnamed := func(loc int32) bool {
@@ -210,8 +211,12 @@ func addServiceCPU(out map[string]serviceCPU, req *collectorpb.ExportProfilesSer
 				exe = kv.GetValue().GetStringValue()
 			}
 		}
-		if svc == "" {
+		switch {
+		case svc != "":
+		case exe != "":
 			svc = "unknown_service:" + exe
+		default:
+			svc = "unknown_service"
 		}
 		c := out[svc]
 		for _, sp := range rp.GetScopeProfiles() {
