@@ -208,7 +208,7 @@ func (p *peerPhase) targets(sb *strings.Builder) {
 	var slower []string
 	n := 0
 	for _, q := range w.queries() {
-		if q.kind != query.TypeProfile {
+		if q.kind != query.TypeProfile || q.pyro == "" { // not run on Pyroscope
 			continue
 		}
 		for _, suffix := range []string{"-cold", ""} {
