@@ -236,7 +236,7 @@ func prec(v float64) int {
 // write is the live phase's answers by service, its measured queries and
 // its bytes at the prefix's age.
 func (a *liveAnswers) write(sb *strings.Builder, l *peerLoad, w *peerWorkload) {
-	fmt.Fprintf(sb, "live answers by service: flamehouse has each service's CPU time; pyroscope reports %d of %d services, each with exactly its CPU time less its stacks without a named frame, %d of them whole; it kept %.1f %% of the CPU time (%s of %s)\n",
+	fmt.Fprintf(sb, "live answers by service: flamehouse has each service's CPU time; pyroscope reports %d of %d services, each with at most its CPU time less its stacks without a named frame, %d of them whole; it kept %.1f %% of the CPU time (%s of %s)\n",
 		len(a.pyroscope), len(a.ours), len(a.whole), 100*a.keptShare(l.cpuNanos), time.Duration(a.keptNanos).Round(time.Millisecond), time.Duration(l.cpuNanos).Round(time.Millisecond))
 	var partial []string
 	for _, svc := range slices.Sorted(maps.Keys(a.pyroscope)) {
@@ -248,6 +248,9 @@ func (a *liveAnswers) write(sb *strings.Builder, l *peerLoad, w *peerWorkload) {
 		fmt.Fprintf(sb, "  kept in part by pyroscope: %s\n", strings.Join(partial, "; "))
 	}
 	fmt.Fprintf(sb, "  kept whole by pyroscope: %s\n", strings.Join(a.whole, ", "))
+	for _, svc := range slices.Sorted(maps.Keys(a.unexplained)) {
+		fmt.Fprintf(sb, "  pyroscope lacks %s of %s in stacks with a named frame (its other losses are stacks without one)\n", time.Duration(a.unexplained[svc]).Round(time.Millisecond), svc)
+	}
 	if a.topDiff != nil {
 		fmt.Fprintf(sb, "  top functions over them, flamehouse's vs pyroscope's:\n    %s\n", strings.ReplaceAll(a.topDiff.Error(), "\n", "\n    "))
 	}
