@@ -22,6 +22,7 @@ import (
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 	"github.com/stretchr/testify/require"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flamehouse/flamehouse/internal/ebpfagent"
@@ -192,54 +193,63 @@ type serviceCPU struct {
 	total, allUnnamed, anyUnnamed int64
 }
 
-// addServiceCPU adds a request's CPU time by service, its resource's
-// service.name or, as the OpenTelemetry default names a service,
-// "unknown_service:" and its process.executable.name ("unknown_service"
-// without one).
+// addServiceCPU adds a request's CPU time by service (resourceService).
 func addServiceCPU(out map[string]serviceCPU, req *collectorpb.ExportProfilesServiceRequest) {
 	d := req.GetDictionary()
 	unnamed := func(loc int32) bool {
 		return loc < 0 || int(loc) >= len(d.GetLocationTable()) || len(d.GetLocationTable()[loc].GetLines()) == 0
 	}
 	for _, rp := range req.GetResourceProfiles() {
-		svc, exe := "", ""
-		for _, kv := range rp.GetResource().GetAttributes() {
-			switch kv.GetKey() {
-			case "service.name":
-				svc = kv.GetValue().GetStringValue()
-			case "process.executable.name":
-				exe = kv.GetValue().GetStringValue()
-			}
-		}
-		switch {
-		case svc != "":
-		case exe != "":
-			svc = "unknown_service:" + exe
-		default:
-			svc = "unknown_service"
-		}
+		svc := resourceService(rp.GetResource().GetAttributes())
 		c := out[svc]
 		for _, sp := range rp.GetScopeProfiles() {
 			for _, p := range sp.GetProfiles() {
 				for _, smp := range p.GetSamples() {
 					var one ebpfagent.Count
 					one.AddSample(smp, p.GetPeriod())
-					c.total += one.EventsTimesPeriod
 					var locs []int32
 					if i := smp.GetStackIndex(); i >= 0 && int(i) < len(d.GetStackTable()) {
 						locs = d.GetStackTable()[i].GetLocationIndices()
 					}
-					if !slices.ContainsFunc(locs, func(l int32) bool { return !unnamed(l) }) {
-						c.allUnnamed += one.EventsTimesPeriod
-					}
-					if slices.ContainsFunc(locs, unnamed) {
-						c.anyUnnamed += one.EventsTimesPeriod
-					}
+					c.add(one.EventsTimesPeriod, !slices.ContainsFunc(locs, func(l int32) bool { return !unnamed(l) }), slices.ContainsFunc(locs, unnamed))
 				}
 			}
 		}
 		out[svc] = c
 	}
+}
+
+// add counts a sample's CPU time.
+func (c *serviceCPU) add(nanos int64, allUnnamed, anyUnnamed bool) {
+	c.total += nanos
+	if allUnnamed {
+		c.allUnnamed += nanos
+	}
+	if anyUnnamed {
+		c.anyUnnamed += nanos
+	}
+}
+
+// resourceService is a resource's service.name or, as the OpenTelemetry
+// default names a service, "unknown_service:" and its
+// process.executable.name ("unknown_service" without one).
+func resourceService(attrs []*commonpb.KeyValue) string {
+	svc, exe := "", ""
+	for _, kv := range attrs {
+		switch kv.GetKey() {
+		case "service.name":
+			svc = kv.GetValue().GetStringValue()
+		case "process.executable.name":
+			exe = kv.GetValue().GetStringValue()
+		}
+	}
+	switch {
+	case svc != "":
+		return svc
+	case exe != "":
+		return "unknown_service:" + exe
+	}
+	return "unknown_service"
 }
 
 // liveAnswers is the live phase's answers by service (the label both
