@@ -153,7 +153,11 @@ func (p *peerPhase) table(sb *strings.Builder) {
 			if w.name == "sparse" {
 				exp = float64(e.roots[q.name]) / 1e9
 			}
-			row("root "+q.name+" (CPU s)", float64(o.roots[q.name])/1e9, nan, exp, float64(y.roots[q.name])/1e9)
+			pyro := float64(y.roots[q.name]) / 1e9
+			if q.pyro == "" { // not run on Pyroscope
+				pyro = nan
+			}
+			row("root "+q.name+" (CPU s)", float64(o.roots[q.name])/1e9, nan, exp, pyro)
 		}
 	}
 	all := "flame-" + w.allName()
