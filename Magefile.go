@@ -76,7 +76,9 @@ func Package() error {
 // memory, flame graph latency and answers (docs/performance.md).
 // FLAMEHOUSE_PEER_RATE, FLAMEHOUSE_PEER_HOURS, FLAMEHOUSE_PEER_DENSE_SECONDS,
 // FLAMEHOUSE_PEER_CLUSTER_SECONDS, FLAMEHOUSE_PEER_AGENT_MINUTES,
-// FLAMEHOUSE_PEER_SENDERS and FLAMEHOUSE_PEER_RUNS change the workloads.
+// FLAMEHOUSE_PEER_LIVE_MINUTES (the real eBPF profiler's recording),
+// FLAMEHOUSE_PEER_SENDERS and FLAMEHOUSE_PEER_RUNS change the workloads;
+// FLAMEHOUSE_PEER_PHASES picks phases.
 func Bench() error {
 	return sh.RunV("go", "test", "./internal/integration/peer", "-run", "^$", "-bench", "BenchmarkPeer", "-benchtime", "1x", "-timeout", "6h", "-v")
 }

@@ -126,12 +126,16 @@ stage_bench() {
   step "go test: every benchmark once, so none rots"
   # BenchmarkPeer (internal/integration/peer) loads 24 h of sparse data, 600 s
   # of dense data, 60 s of W-cluster node reports and an hour of one host's
-  # reports by default (go tool mage bench); one hour, 10 s, 5 s and 10
-  # minutes keep this step quick.
+  # reports by default (go tool mage bench), then records the real eBPF
+  # profiler on this host for an hour (the live phase); one hour, 10 s, 5 s,
+  # 10 minutes and 2 minutes of recording keep this step quick. The live
+  # phase needs root and the agent from ../shared/ebpf-profiler (a failure
+  # under FLAMEHOUSE_E2E_REQUIRE=1 when it cannot run, skipped elsewhere).
   # It runs Grafana Pyroscope from ../shared/pyroscope (a failure under
   # FLAMEHOUSE_E2E_REQUIRE=1 when it is missing).
   FLAMEHOUSE_PEER_HOURS="${FLAMEHOUSE_PEER_HOURS:-1}" FLAMEHOUSE_PEER_DENSE_SECONDS="${FLAMEHOUSE_PEER_DENSE_SECONDS:-10}" \
     FLAMEHOUSE_PEER_CLUSTER_SECONDS="${FLAMEHOUSE_PEER_CLUSTER_SECONDS:-5}" FLAMEHOUSE_PEER_AGENT_MINUTES="${FLAMEHOUSE_PEER_AGENT_MINUTES:-10}" \
+    FLAMEHOUSE_PEER_LIVE_MINUTES="${FLAMEHOUSE_PEER_LIVE_MINUTES:-2}" \
     go test -count=1 -run '^$' -bench . -benchtime 1x "${GO_PKGS[@]}"
   (cd "$EXPORTER" && go test -count=1 -run '^$' -bench . -benchtime 1x ./...)
 }

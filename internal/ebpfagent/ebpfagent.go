@@ -73,10 +73,7 @@ func Require(tb testing.TB) string {
 	if testing.Short() {
 		tb.Skip("ebpfagent: runs the eBPF profiler; skipped under -short")
 	}
-	bin, err := Locate()
-	if err == nil {
-		err = Loadable()
-	}
+	bin, err := Available()
 	if err != nil {
 		if Required() {
 			tb.Fatalf("ebpfagent: %v (%s=1: the eBPF profiler test may not skip)", err, RequireEnv)
@@ -84,6 +81,20 @@ func Require(tb testing.TB) string {
 		tb.Skipf("ebpfagent: %v", err)
 	}
 	return bin
+}
+
+// Available returns the agent's binary, ready to run, or why this
+// machine cannot run it (Locate, then Loadable): for a caller that
+// decides itself what a missing agent means, as Require does for a test.
+func Available() (string, error) {
+	bin, err := Locate()
+	if err != nil {
+		return "", err
+	}
+	if err := Loadable(); err != nil {
+		return "", err
+	}
+	return bin, nil
 }
 
 // Locate returns the agent's binary: PathEnv or the harness's archive,

@@ -79,6 +79,11 @@ func TestCountRequest(t *testing.T) {
 			want: Tally{{PID: 7, Type: "off_cpu/count"}: {Samples: 1, Events: 2, Values: 11, First: 1, Last: 2}},
 		},
 		{
+			name: "CPU counts: a value without timestamps is one event of value x period",
+			req:  request(intPID(5), "samples", 10, &pb.Sample{Values: []int64{4}}, &pb.Sample{Values: []int64{2, 3}, TimestampsUnixNano: []uint64{7, 8}}),
+			want: Tally{{PID: 5, Type: "samples/count"}: {Samples: 2, Events: 3, Values: 9, EventsTimesPeriod: 90, First: 7, Last: 8}},
+		},
+		{
 			name: "one value without timestamps is one event",
 			req:  request(&commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "9"}}, "samples", 0, &pb.Sample{Values: []int64{3}}),
 			want: Tally{{PID: 9, Type: "samples/count"}: {Samples: 1, Events: 1, Values: 3}},

@@ -11,6 +11,7 @@ import (
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding/gzip"
@@ -82,8 +83,10 @@ type Count struct {
 	Events int64
 	// Values is the sum of their values (0 when they send none).
 	Values int64
-	// EventsTimesPeriod is Events times the profile's period: the time a
-	// CPU sample count stands for.
+	// EventsTimesPeriod is each event's count (its value, 1 when the
+	// sample has no values) times the profile's period: the time a CPU
+	// sample count stands for, as the ingest stores it (0 without a
+	// period).
 	EventsTimesPeriod int64
 	// First and Last are the earliest and latest sample timestamps (Unix
 	// ns; 0 when the samples have none).
@@ -107,12 +110,20 @@ func (t Tally) Add(o Tally) {
 }
 
 // CountRequest decodes an ExportProfilesServiceRequest and tallies its
-// samples by process and sample type.
+// samples by process and sample type (TallyRequest).
 func CountRequest(payload []byte) (Tally, error) {
 	var req collectorpb.ExportProfilesServiceRequest
 	if err := proto.Unmarshal(payload, &req); err != nil {
 		return nil, fmt.Errorf("decode the request: %w", err)
 	}
+	return TallyRequest(&req), nil
+}
+
+// TallyRequest tallies a request's samples by process and sample type, counting
+// events as the ingest does: a timestamp each, or one for a sample with a
+// value and no timestamps; a CPU sample count's time is its value (1 for
+// a timestamp without values) times the period.
+func TallyRequest(req *collectorpb.ExportProfilesServiceRequest) Tally {
 	str := func(i int32) string {
 		if d := req.GetDictionary(); d != nil && i >= 0 && int(i) < len(d.GetStringTable()) {
 			return d.GetStringTable()[i]
@@ -127,25 +138,35 @@ func CountRequest(payload []byte) (Tally, error) {
 				k := TallyKey{PID: pid, Type: str(p.GetSampleType().GetTypeStrindex()) + "/" + str(p.GetSampleType().GetUnitStrindex())}
 				c := out[k]
 				for _, s := range p.GetSamples() {
-					events := int64(len(s.GetTimestampsUnixNano()))
-					if events == 0 && len(s.GetValues()) > 0 {
-						events = 1
-					}
-					c.Samples++
-					c.Events += events
-					c.EventsTimesPeriod += events * p.GetPeriod()
-					for _, v := range s.GetValues() {
-						c.Values += v
-					}
-					for _, ts := range s.GetTimestampsUnixNano() {
-						c.First, c.Last = earliest(c.First, ts), max(c.Last, ts)
-					}
+					c.AddSample(s, p.GetPeriod())
 				}
 				out[k] = c
 			}
 		}
 	}
-	return out, nil
+	return out
+}
+
+// AddSample counts one sample of a profile with the given period.
+func (c *Count) AddSample(s *profilespb.Sample, period int64) {
+	events := int64(len(s.GetTimestampsUnixNano()))
+	if events == 0 && len(s.GetValues()) > 0 {
+		events = 1
+	}
+	c.Samples++
+	c.Events += events
+	var values int64
+	for _, v := range s.GetValues() {
+		values += v
+	}
+	c.Values += values
+	if len(s.GetValues()) == 0 {
+		values = events // a timestamp is one count
+	}
+	c.EventsTimesPeriod += values * period
+	for _, ts := range s.GetTimestampsUnixNano() {
+		c.First, c.Last = earliest(c.First, ts), max(c.Last, ts)
+	}
 }
 
 // earliest is the smaller of two timestamps, 0 meaning none.

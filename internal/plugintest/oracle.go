@@ -7,6 +7,7 @@ import (
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
+	"github.com/flamehouse/flamehouse/internal/ebpfagent"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
@@ -34,26 +35,20 @@ func WithoutMark(label string) string {
 }
 
 // RequestStats is what one export request holds: its samples, their
-// events (timestamps) and CPU time (events × period).
+// events and CPU time (ebpfagent.TallyRequest's).
 type RequestStats struct {
 	Samples, Events, CPUNanos int64
 }
 
-// CountRequest counts a request's samples and events and its CPU time
-// (events × period), from the request alone.
+// CountRequest counts a request's samples and events and its CPU time,
+// from the request alone, with the eBPF profiler harness's tally
+// (ebpfagent.TallyRequest) summed over processes and sample types.
 func CountRequest(req *collectorpb.ExportProfilesServiceRequest) RequestStats {
 	var st RequestStats
-	for _, rp := range req.GetResourceProfiles() {
-		for _, sp := range rp.GetScopeProfiles() {
-			for _, p := range sp.GetProfiles() {
-				for _, s := range p.GetSamples() {
-					n := int64(len(s.GetTimestampsUnixNano()))
-					st.Samples++
-					st.Events += n
-					st.CPUNanos += n * p.GetPeriod()
-				}
-			}
-		}
+	for _, c := range ebpfagent.TallyRequest(req) {
+		st.Samples += c.Samples
+		st.Events += c.Events
+		st.CPUNanos += c.EventsTimesPeriod
 	}
 	return st
 }

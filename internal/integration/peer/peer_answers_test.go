@@ -133,23 +133,13 @@ func pprofLocationLabels(p *googlev1.Profile, str func(int64) string) (map[uint6
 	return labels, nil
 }
 
-// pyroscopeSelector is a measured query's label selector in Pyroscope's
-// terms: resource attributes keep their names ("k8s.pod.name", quoted as
-// a UTF-8 label name), service.name is service_name.
-func pyroscopeSelector(q peerQuery) string {
-	if q.pod {
-		return `{service_name="checkout", "k8s.pod.name"="` + peerPod + `"}`
-	}
-	return `{service_name="checkout"}`
-}
-
 // pyroscopeFlameRoot runs SelectMergeStacktraces over [q.from, to] and
 // returns its flame graph's total.
 func (s *peerSide) pyroscopeFlameRoot(b *testing.B, q peerQuery, to time.Time) int64 {
 	b.Helper()
 	maxNodes := int64(peerMaxNodes)
 	resp, err := s.pyro.Querier(s.tenant).SelectMergeStacktraces(context.Background(), connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
-		ProfileTypeID: plugintest.CPUType, LabelSelector: pyroscopeSelector(q), Start: q.from.UnixMilli(), End: to.UnixMilli(), MaxNodes: &maxNodes,
+		ProfileTypeID: plugintest.CPUType, LabelSelector: q.pyro, Start: q.from.UnixMilli(), End: to.UnixMilli(), MaxNodes: &maxNodes,
 	}))
 	require.NoError(b, err, "pyroscope %s", q.name)
 	fg := resp.Msg.GetFlamegraph()
@@ -162,10 +152,10 @@ func (s *peerSide) pyroscopeFlameRoot(b *testing.B, q peerQuery, to time.Time) i
 // default (querier.max-flamegraph-nodes-on-select-merge-profile), where
 // SelectMergeStacktraces in pprof format, its named successor, keeps
 // max-nodes (8192 by default) of it.
-func (s *peerSide) pyroscopeTop(b *testing.B, from, to time.Time) []flame.Function {
+func (s *peerSide) pyroscopeTop(b *testing.B, selector string, from, to time.Time) []flame.Function {
 	b.Helper()
 	req := connect.NewRequest(&querierv1.SelectMergeProfileRequest{
-		ProfileTypeID: plugintest.CPUType, LabelSelector: `{service_name="checkout"}`, Start: from.UnixMilli(), End: to.UnixMilli(),
+		ProfileTypeID: plugintest.CPUType, LabelSelector: selector, Start: from.UnixMilli(), End: to.UnixMilli(),
 	})
 	resp, err := s.pyro.Querier(s.tenant).SelectMergeProfile(context.Background(), req) //nolint:staticcheck // SA1019: the untruncated profile, see above
 	require.NoError(b, err, "pyroscope merged profile")

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/benchmem"
 	"github.com/flamehouse/flamehouse/internal/chtest"
+	"github.com/flamehouse/flamehouse/internal/ebpfagent"
 	"github.com/flamehouse/flamehouse/internal/otelcoltest"
 	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
@@ -138,13 +140,24 @@ func BenchmarkPeer(b *testing.B) {
 	pyro := pyroscopetest.Start(b, pyroscopetest.Options{Tenants: true})
 	sparse := newPeerWorkload(b)
 	selected := peerPhaseNames(b)
+	workloads := []*peerWorkload{sparse, newDenseWorkload(b, sparse), newClusterWorkload(b, sparse), newAgentWorkload(b, sparse)}
+	if selected["live"] { // the agent's availability is checked before any phase runs
+		if live := newLiveWorkload(b, sparse); live != nil {
+			workloads = append(workloads, live)
+		}
+	}
 	var phases []*peerPhase
-	for _, w := range []*peerWorkload{sparse, newDenseWorkload(b, sparse), newClusterWorkload(b, sparse), newAgentWorkload(b, sparse)} {
+	for _, w := range workloads {
 		if !selected[w.name] {
 			continue
 		}
 		p := runPeerPhase(b, w, pyro)
-		p.checkAnswers(b)
+		if w.record != nil {
+			p.checkLiveAnswers(b)
+			p.live.prefix = loadPrefix(b, w, p.load)
+		} else {
+			p.checkAnswers(b)
+		}
 		phases = append(phases, p)
 	}
 	for b.Loop() {
@@ -163,10 +176,11 @@ func BenchmarkPeer(b *testing.B) {
 }
 
 // peerPhaseNames are the phases FLAMEHOUSE_PEER_PHASES names (a comma
-// list; default all four).
+// list; default all five, the live phase last: it records for
+// FLAMEHOUSE_PEER_LIVE_MINUTES before it loads).
 func peerPhaseNames(b *testing.B) map[string]bool {
 	b.Helper()
-	all := []string{"sparse", "dense", "cluster", "agent"}
+	all := []string{"sparse", "dense", "cluster", "agent", "live"}
 	names := all
 	if v := os.Getenv("FLAMEHOUSE_PEER_PHASES"); v != "" {
 		names = strings.Split(v, ",")
@@ -187,6 +201,7 @@ type peerPhase struct {
 	ours, collector, exporter, pyroscope *peerSide
 	floor                                peerFloor
 	top                                  map[string][]flame.Function // by side name
+	live                                 *liveAnswers                // the live phase's per-service answers
 }
 
 // runPeerPhase generates a workload, loads it into a freshly migrated
@@ -227,15 +242,15 @@ func (p *peerPhase) querySides() []*peerSide {
 // top functions over it to agree.
 func (p *peerPhase) checkAnswers(b *testing.B) {
 	b.Helper()
-	all := peerQuery{name: "flame-" + p.w.allName(), kind: query.TypeProfile, from: p.w.start}
+	all := p.w.wholeQuery()
 	for _, s := range p.sides() {
 		root := s.flameRoot(b, all, p.w.queryTo)
 		s.roots = map[string]int64{all.name: root}
 		require.Equal(b, p.load.cpuNanos, root, "%s %s: the flame graph root over the whole range is the workload's CPU time", p.w.name, s.name)
 	}
 	p.top = map[string][]flame.Function{
-		p.ours.name:      p.ours.topFunctions(b, p.w.start, p.w.queryTo),
-		p.pyroscope.name: p.pyroscope.topFunctions(b, p.w.start, p.w.queryTo),
+		p.ours.name:      p.ours.topFunctions(b, all, p.w.queryTo),
+		p.pyroscope.name: p.pyroscope.topFunctions(b, all, p.w.queryTo),
 	}
 	// Pyroscope keeps no frame kinds: it names a kernel frame bare where
 	// the datasource marks it ("do_syscall_64 [kernel]"), so our labels
@@ -258,6 +273,9 @@ func (p *peerPhase) checkQueryRoots(b *testing.B) {
 		want := p.ours.roots[q.name]
 		require.Positive(b, want, "%s %s: flamehouse's root", p.w.name, q.name)
 		for _, s := range p.querySides()[1:] {
+			if s.pyro != nil && q.pyro == "" {
+				continue // a filter Pyroscope has no label for
+			}
 			require.Equal(b, want, s.roots[q.name], "%s %s: %s's flame graph root is flamehouse's", p.w.name, q.name, s.name)
 		}
 	}
@@ -265,14 +283,28 @@ func (p *peerPhase) checkQueryRoots(b *testing.B) {
 
 // peerWorkload is one phase's data set and query ranges.
 type peerWorkload struct {
-	name           string // "sparse", "dense", "cluster" or "agent"
-	cfg            profilegen.Config
-	span           time.Duration // end - start
-	podsPerRequest int           // a report's pods per request
+	name           string            // "sparse", "dense", "cluster", "agent" or "live"
+	cfg            profilegen.Config // nil record: what generates the requests
+	span           time.Duration     // end - start
+	podsPerRequest int               // a report's pods per request
 	runs           int
 	senders        int       // requests in flight while loading
 	start, end     time.Time // data: [start, end)
 	queryTo        time.Time // end of the query ranges, off the minute as Grafana's "now"
+	// service is the measured queries' service ("checkout"; the live
+	// phase's busiest); filter the second label of their "-pod" variant.
+	service string
+	filter  peerFilter
+	// record, where set, records the phase's requests instead of
+	// generating them (the live phase), and sets start, end and queryTo.
+	record func(b *testing.B, w *peerWorkload) *peerLoad
+}
+
+// peerFilter is a label and value in each system's terms: the
+// datasource's label name, and Pyroscope's ("" where Pyroscope has no
+// such label: the filtered queries then run on Flamehouse only).
+type peerFilter struct {
+	ours, pyroscope, value string
 }
 
 // newPeerWorkload is the sparse phase: one-minute requests at a low rate,
@@ -329,6 +361,7 @@ func newWorkload(b *testing.B, name string, cfg profilegen.Config, span time.Dur
 	w := &peerWorkload{
 		name: name, cfg: cfg, span: span, podsPerRequest: podsPerRequest,
 		start: end.Add(-span), end: end, queryTo: end.Add(17 * time.Second),
+		service: "checkout", filter: peerFilter{ours: "k8s_pod_name", pyroscope: "k8s.pod.name", value: peerPod},
 	}
 	if like == nil {
 		w.runs, w.senders = plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_RUNS", 3), plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_SENDERS", 32)
@@ -360,6 +393,9 @@ type peerLoad struct {
 	cpuNanos int64 // events × period
 	payload  int64 // marshaled bytes
 	took     time.Duration
+	pids     map[int64]bool        // the processes (process.pid) of the requests
+	prefix   *peerLoad             // the live phase's first peerLivePrefix (nil: none)
+	services map[string]serviceCPU // the live phase's CPU time by service
 }
 
 // meanBody is the mean marshaled request size.
@@ -370,8 +406,11 @@ func (l *peerLoad) meanBody() float64 { return float64(l.payload) / float64(l.re
 // pay for generating them.
 func (w *peerWorkload) generate(b *testing.B) *peerLoad {
 	b.Helper()
+	if w.record != nil {
+		return w.record(b, w)
+	}
 	t0 := time.Now()
-	l := &peerLoad{file: filepath.Join(b.TempDir(), "requests.bin")}
+	l := newPeerLoad(b)
 	f, err := os.Create(l.file)
 	require.NoError(b, err)
 	defer func() { require.NoError(b, f.Close()) }()
@@ -379,7 +418,9 @@ func (w *peerWorkload) generate(b *testing.B) *peerLoad {
 	g := profilegen.New(w.cfg)
 	for at := w.start; at.Before(w.end); at = at.Add(w.cfg.ReportInterval) {
 		for _, req := range g.NodeReports(at, w.podsPerRequest) {
-			require.NoError(b, l.add(out, req))
+			body, err := proto.Marshal(req)
+			require.NoError(b, err, "marshal a request")
+			require.NoError(b, l.add(out, body, ebpfagent.TallyRequest(req)))
 		}
 	}
 	require.NoError(b, out.Flush())
@@ -387,26 +428,32 @@ func (w *peerWorkload) generate(b *testing.B) *peerLoad {
 	return l
 }
 
-// add appends one request to the file and counts what it holds.
-func (l *peerLoad) add(out io.Writer, req *collectorpb.ExportProfilesServiceRequest) error {
-	body, err := proto.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("marshal a request: %w", err)
-	}
+// newPeerLoad is an empty request file in the benchmark's temporary
+// directory.
+func newPeerLoad(b *testing.B) *peerLoad {
+	b.Helper()
+	return &peerLoad{file: filepath.Join(b.TempDir(), "requests.bin"), pids: map[int64]bool{}}
+}
+
+// add appends one marshaled request to the file and counts what it holds
+// (its tally, ebpfagent.TallyRequest's).
+func (l *peerLoad) add(out io.Writer, body []byte, tally ebpfagent.Tally) error {
 	if len(body) > peerMaxRequestBytes {
 		return fmt.Errorf("a request of %d bytes exceeds the Collector's 4 MiB gRPC receive limit: split the reports by pod", len(body))
 	}
 	l.maxBody = max(l.maxBody, len(body))
-	st := plugintest.CountRequest(req)
 	l.requests++
-	l.events += st.Events
-	l.samples += st.Samples
-	l.cpuNanos += st.CPUNanos
+	for k, c := range tally {
+		l.events += c.Events
+		l.samples += c.Samples
+		l.cpuNanos += c.EventsTimesPeriod
+		l.pids[k.PID] = true
+	}
 	l.payload += int64(len(body))
 	if err := binary.Write(out, binary.LittleEndian, uint32(len(body))); err != nil {
 		return fmt.Errorf("write the request file: %w", err)
 	}
-	_, err = out.Write(body)
+	_, err := out.Write(body)
 	return err
 }
 
@@ -698,7 +745,7 @@ func (s *peerSide) measureBlocks(b *testing.B, w *peerWorkload) {
 	ctx, cancel := context.WithTimeout(context.Background(), peerCompactTimeout)
 	defer cancel()
 	t0 := time.Now()
-	blocks, err := s.pyro.Compact(ctx, s.tenant, `{service_name="checkout"}`, w.start, w.end)
+	blocks, err := s.pyro.Compact(ctx, s.tenant, w.compactSelector(), w.start, w.end)
 	require.NoError(b, err, "pyroscope %s: compact", w.name)
 	s.optimizeTook = time.Since(t0)
 	s.blocks = blocks
@@ -744,8 +791,10 @@ func dirBytes(b *testing.B, dir string) int64 {
 type peerQuery struct {
 	name, kind string
 	from       time.Time
-	pod        bool // filtered by the pod label
-	limit      int  // a table's rows (0: the datasource's default)
+	limit      int // a table's rows (0: the datasource's default)
+	// ours and pyro are its label selector in the datasource's and in
+	// Pyroscope's terms (pyro "": not run on Pyroscope).
+	ours, pyro string
 }
 
 // allName names the whole range ("whole-24h" by default).
@@ -756,17 +805,58 @@ func (w *peerWorkload) allName() string { return "whole-" + w.spanName() }
 // over the last 1 h and 24 h (not on Pyroscope, which has no such query).
 func (w *peerWorkload) queries() []peerQuery {
 	var qs []peerQuery
+	ours, pyro := w.serviceSelectors()
+	oursPod, pyroPod := w.filteredSelectors()
 	for _, r := range []struct {
 		name string
 		span time.Duration
 	}{{"1h", time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}} {
 		qs = append(qs,
-			peerQuery{name: "flame-" + r.name, kind: query.TypeProfile, from: w.end.Add(-r.span)},
-			peerQuery{name: "flame-" + r.name + "-pod", kind: query.TypeProfile, from: w.end.Add(-r.span), pod: true})
+			peerQuery{name: "flame-" + r.name, kind: query.TypeProfile, from: w.end.Add(-r.span), ours: ours, pyro: pyro},
+			peerQuery{name: "flame-" + r.name + "-pod", kind: query.TypeProfile, from: w.end.Add(-r.span), ours: oursPod, pyro: pyroPod})
 	}
 	return append(qs,
-		peerQuery{name: "table-1h", kind: query.TypeTable, from: w.end.Add(-time.Hour)},
-		peerQuery{name: "table-24h", kind: query.TypeTable, from: w.end.Add(-24 * time.Hour)})
+		peerQuery{name: "table-1h", kind: query.TypeTable, from: w.end.Add(-time.Hour), ours: ours},
+		peerQuery{name: "table-24h", kind: query.TypeTable, from: w.end.Add(-24 * time.Hour), ours: ours})
+}
+
+// wholeQuery is the flame graph over the phase's whole range: of the
+// service, or of every process the live phase recorded.
+func (w *peerWorkload) wholeQuery() peerQuery {
+	q := peerQuery{name: "flame-" + w.allName(), kind: query.TypeProfile, from: w.start, ours: "{}", pyro: "{}"}
+	if w.record == nil {
+		q.ours, q.pyro = w.serviceSelectors()
+	}
+	return q
+}
+
+// serviceSelectors select the measured service: service.name is
+// service_name in both systems.
+func (w *peerWorkload) serviceSelectors() (ours, pyro string) {
+	sel := `{service_name=` + strconv.Quote(w.service) + `}`
+	return sel, sel
+}
+
+// filteredSelectors select the measured service and the filter's label:
+// Pyroscope keeps resource attributes' names ("k8s.pod.name", quoted as a
+// UTF-8 label name); pyro is "" where it has no such label.
+func (w *peerWorkload) filteredSelectors() (ours, pyro string) {
+	f := w.filter
+	ours = `{service_name=` + strconv.Quote(w.service) + `, ` + f.ours + `=` + strconv.Quote(f.value) + `}`
+	if f.pyroscope != "" {
+		pyro = `{service_name=` + strconv.Quote(w.service) + `, ` + strconv.Quote(f.pyroscope) + `=` + strconv.Quote(f.value) + `}`
+	}
+	return ours, pyro
+}
+
+// compactSelector selects the phase's data in Pyroscope's metastore: the
+// service, or every service of the live phase.
+func (w *peerWorkload) compactSelector() string {
+	if w.record != nil {
+		return `{service_name=~".+"}`
+	}
+	ours, _ := w.serviceSelectors()
+	return ours
 }
 
 // runQueries times each query: on a ClickHouse side runs times on a new
@@ -780,7 +870,7 @@ func (s *peerSide) runQueries(b *testing.B, w *peerWorkload) {
 		s.roots = map[string]int64{}
 	}
 	for _, q := range w.queries() {
-		if s.pyro != nil && q.kind != query.TypeProfile {
+		if s.pyro != nil && (q.kind != query.TypeProfile || q.pyro == "") {
 			continue
 		}
 		for _, warm := range []bool{false, true} {
@@ -830,6 +920,7 @@ func (s *peerSide) queryOnce(b *testing.B, q peerQuery, to time.Time) int64 {
 	}
 	r := plugintest.Query(b, s.ds, peerQueryJSON(q), q.from, to)
 	require.NoError(b, r.Error, "%s %s", s.name, q.name)
+	require.NotEmpty(b, r.Frames, "%s %s", s.name, q.name)
 	require.Positive(b, r.Frames[0].Rows(), "%s %s", s.name, q.name)
 	if q.kind == query.TypeProfile {
 		return plugintest.FlameRootValue(r)
@@ -839,11 +930,7 @@ func (s *peerSide) queryOnce(b *testing.B, q peerQuery, to time.Time) int64 {
 
 // peerQueryJSON is a measured query for the datasource.
 func peerQueryJSON(q peerQuery) map[string]any {
-	selector := `{service_name="checkout"}`
-	if q.pod {
-		selector = `{service_name="checkout", k8s_pod_name="` + peerPod + `"}`
-	}
-	js := map[string]any{"queryType": q.kind, "profileTypeId": plugintest.CPUType, "labelSelector": selector, "maxNodes": peerMaxNodes}
+	js := map[string]any{"queryType": q.kind, "profileTypeId": plugintest.CPUType, "labelSelector": q.ours, "maxNodes": peerMaxNodes}
 	if q.limit > 0 {
 		js["limit"] = q.limit
 	}
@@ -857,15 +944,15 @@ func (s *peerSide) flameRoot(b *testing.B, q peerQuery, to time.Time) int64 {
 	return s.queryOnce(b, q, to)
 }
 
-// topFunctions is the side's top functions by self over [from, to): the
-// datasource's top table, or Pyroscope's merged profile labelled as the
-// datasource labels frames.
-func (s *peerSide) topFunctions(b *testing.B, from, to time.Time) []flame.Function {
+// topFunctions is the side's top functions by self of a flame graph
+// query's selector over [q.from, to): the datasource's top table, or
+// Pyroscope's merged profile labelled as the datasource labels frames.
+func (s *peerSide) topFunctions(b *testing.B, q peerQuery, to time.Time) []flame.Function {
 	b.Helper()
 	if s.pyro != nil {
-		return s.pyroscopeTop(b, from, to)
+		return s.pyroscopeTop(b, q.pyro, q.from, to)
 	}
-	r := plugintest.Query(b, s.ds, peerQueryJSON(peerQuery{kind: query.TypeTable, limit: peerTopFunctions}), from, to)
+	r := plugintest.Query(b, s.ds, peerQueryJSON(peerQuery{kind: query.TypeTable, limit: peerTopFunctions, ours: q.ours}), q.from, to)
 	require.NoError(b, r.Error, "%s top table", s.name)
 	fr := r.Frames[0]
 	fns := make([]flame.Function, fr.Rows())

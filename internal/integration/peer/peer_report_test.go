@@ -2,7 +2,9 @@ package peer
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,10 +100,17 @@ func (r *peerReport) String() string {
 // its parts. The ratios compare each side with Flamehouse's ingest.
 func (p *peerPhase) table(sb *strings.Builder) {
 	w, l, o, c, e, y := p.w, p.load, p.ours, p.collector, p.exporter, p.pyroscope
-	fmt.Fprintf(sb, "\n%s: %s at %d events/s (%d processes, %d stacks), %s requests of %d processes\n",
-		w.name, w.spanName(), w.cfg.SamplesPerSecond, w.cfg.Pods, w.cfg.Stacks, w.cfg.ReportInterval, w.podsPerRequest)
-	fmt.Fprintf(sb, "data: %d events in %d OTLP samples (the exporter's rows), %d requests (largest %.2f MiB, mean %.0f kB), %.1f MB marshaled, CPU time %s; generated in %s\n\n",
-		l.events, l.samples, l.requests, float64(l.maxBody)/(1<<20), l.meanBody()/1e3, float64(l.payload)/1e6, time.Duration(l.cpuNanos), l.took.Round(time.Second))
+	made := "generated"
+	if w.record != nil {
+		made = "recorded"
+		fmt.Fprintf(sb, "\n%s: %s of the real eBPF profiler on this host (%d processes, %d services, %.1f events/s), its %s reports as it sent them\n",
+			w.name, w.spanName(), len(l.pids), len(p.live.ours), float64(l.events)/w.end.Sub(w.start).Seconds(), w.cfg.ReportInterval)
+	} else {
+		fmt.Fprintf(sb, "\n%s: %s at %d events/s (%d processes, %d stacks), %s requests of %d processes\n",
+			w.name, w.spanName(), w.cfg.SamplesPerSecond, w.cfg.Pods, w.cfg.Stacks, w.cfg.ReportInterval, w.podsPerRequest)
+	}
+	fmt.Fprintf(sb, "data: %d events in %d OTLP samples (the exporter's rows), %d requests (largest %.2f MiB, mean %.0f kB), %.1f MB marshaled, CPU time %s; %s in %s\n\n",
+		l.events, l.samples, l.requests, float64(l.maxBody)/(1<<20), l.meanBody()/1e3, float64(l.payload)/1e6, time.Duration(l.cpuNanos), made, l.took.Round(time.Second))
 	cell := func(v float64) string {
 		if math.IsNaN(v) {
 			return fmt.Sprintf("%12s", "-")
@@ -150,13 +159,28 @@ func (p *peerPhase) table(sb *strings.Builder) {
 			if w.name == "sparse" {
 				exp = float64(e.roots[q.name]) / 1e9
 			}
-			row("root "+q.name+" (CPU s)", float64(o.roots[q.name])/1e9, nan, exp, float64(y.roots[q.name])/1e9)
+			pyro := float64(y.roots[q.name]) / 1e9
+			if q.pyro == "" { // not run on Pyroscope
+				pyro = nan
+			}
+			row("root "+q.name+" (CPU s)", float64(o.roots[q.name])/1e9, nan, exp, pyro)
 		}
 	}
 	all := "flame-" + w.allName()
 	row("root "+all+" (CPU s)", float64(o.roots[all])/1e9, float64(c.roots[all])/1e9, float64(e.roots[all])/1e9, float64(y.roots[all])/1e9)
-	fmt.Fprintf(sb, "top %d functions over the whole range agree (label, self, total): flamehouse's first %q %s self; pyroscope's %q %s self\n",
-		peerTopFunctions, p.top[o.name][0].Label, time.Duration(p.top[o.name][0].Self), p.top[y.name][0].Label, time.Duration(p.top[y.name][0].Self))
+	over := "the whole range"
+	if p.live != nil {
+		over = fmt.Sprintf("the %d services pyroscope keeps whole", len(p.live.whole))
+	}
+	agree := "agree"
+	if p.live != nil && p.live.topDiff != nil {
+		agree = "DIFFER (below)"
+	}
+	fmt.Fprintf(sb, "top %d functions over %s %s (label, self, total): flamehouse's first %q %s self; pyroscope's %q %s self\n",
+		peerTopFunctions, over, agree, p.top[o.name][0].Label, time.Duration(p.top[o.name][0].Self), p.top[y.name][0].Label, time.Duration(p.top[y.name][0].Self))
+	if p.live != nil {
+		p.live.write(sb, l, w)
+	}
 	p.targets(sb)
 	fmt.Fprintf(sb, "\nparts after OPTIMIZE ... FINAL, blocks after compaction (%s %s):\n", w.name, w.spanName())
 	for _, s := range p.sides() {
@@ -198,7 +222,7 @@ func (p *peerPhase) targets(sb *strings.Builder) {
 	var slower []string
 	n := 0
 	for _, q := range w.queries() {
-		if q.kind != query.TypeProfile {
+		if q.kind != query.TypeProfile || q.pyro == "" { // not run on Pyroscope
 			continue
 		}
 		for _, suffix := range []string{"-cold", ""} {
@@ -221,4 +245,45 @@ func prec(v float64) int {
 		return 0
 	}
 	return 2
+}
+
+// write is the live phase's answers by service, its measured queries and
+// its bytes at the prefix's age.
+func (a *liveAnswers) write(sb *strings.Builder, l *peerLoad, w *peerWorkload) {
+	fmt.Fprintf(sb, "live answers by service: flamehouse has each service's CPU time; pyroscope reports %d of %d services, each with at most its CPU time less its stacks without a named frame, %d of them whole; it kept %.1f %% of the CPU time (%s of %s)\n",
+		len(a.pyroscope), len(a.ours), len(a.whole), 100*a.keptShare(l.cpuNanos), time.Duration(a.keptNanos).Round(time.Millisecond), time.Duration(l.cpuNanos).Round(time.Millisecond))
+	var partial []string
+	for _, svc := range slices.Sorted(maps.Keys(a.pyroscope)) {
+		if a.pyroscope[svc] != a.ours[svc] {
+			partial = append(partial, fmt.Sprintf("%s %.1f %% of %s", svc, 100*float64(a.pyroscope[svc])/float64(a.ours[svc]), time.Duration(a.ours[svc]).Round(time.Millisecond)))
+		}
+	}
+	if len(partial) > 0 {
+		fmt.Fprintf(sb, "  kept in part by pyroscope: %s\n", strings.Join(partial, "; "))
+	}
+	fmt.Fprintf(sb, "  kept whole by pyroscope: %s\n", strings.Join(a.whole, ", "))
+	for _, svc := range slices.Sorted(maps.Keys(a.unexplained)) {
+		fmt.Fprintf(sb, "  pyroscope lacks %s of %s in stacks with a named frame (its other losses are stacks without one)\n", time.Duration(a.unexplained[svc]).Round(time.Millisecond), svc)
+	}
+	if a.topDiff != nil {
+		fmt.Fprintf(sb, "  top functions over them, flamehouse's vs pyroscope's:\n    %s\n", strings.ReplaceAll(a.topDiff.Error(), "\n", "\n    "))
+	}
+	for i, svc := range a.dropped {
+		if i == 10 {
+			fmt.Fprintf(sb, "  ... and %d more dropped\n", len(a.dropped)-i)
+			break
+		}
+		fmt.Fprintf(sb, "  dropped by pyroscope: %-48s %10s CPU (%.1f %%)\n", svc, time.Duration(a.ours[svc]).Round(time.Millisecond), 100*float64(a.ours[svc])/float64(l.cpuNanos))
+	}
+	fmt.Fprintf(sb, "measured queries: service %q (the busiest pyroscope keeps; the recording's busiest: %q); filter: %s\n", w.service, a.busiest, a.filterNote)
+	if pre := a.prefix; pre != nil {
+		per := func(s *peerSide) float64 { return float64(s.diskBytes()) / float64(pre.load.events) }
+		fmt.Fprintf(sb, "the first %s alone (%d events, %d requests) in fresh databases: flamehouse %.2f MB, %.2f B/event; exporter %.2f MB, %.2f B/event; exporter/flamehouse %.2f\n",
+			peerLivePrefix, pre.load.events, pre.load.requests, float64(pre.ours.diskBytes())/1e6, per(pre.ours), float64(pre.exporter.diskBytes())/1e6, per(pre.exporter), per(pre.exporter)/per(pre.ours))
+		for _, s := range []*peerSide{pre.ours, pre.exporter} {
+			for _, d := range s.disk {
+				fmt.Fprintf(sb, "  first %s %-10s %-40s %12d rows %10.3f MB on disk %8.2f B/event\n", peerLivePrefix, s.name, d.table, d.rows, float64(d.bytes)/1e6, float64(d.bytes)/float64(pre.load.events))
+			}
+		}
+	}
 }
