@@ -701,6 +701,9 @@ func export(ctx context.Context, cc *grpc.ClientConn, body []byte) error {
 type tableDisk struct {
 	table              string
 	rows, bytes, plain int64 // rows, bytes on disk, uncompressed bytes
+	// projection is the part of bytes its projections take (the by_series
+	// projections of the rollups kept by series, schema version 6).
+	projection int64
 }
 
 // measureDisk merges what the side stored and measures it: a ClickHouse
@@ -722,13 +725,17 @@ func (s *peerSide) measureDisk(b *testing.B, w *peerWorkload) {
 		require.NoError(b, s.conn.Exec(ctx, "OPTIMIZE TABLE "+s.db+"."+t+" FINAL"), "optimize %s", t)
 	}
 	s.optimizeTook = time.Since(t0)
-	rows, err := s.conn.Query(ctx, "SELECT table, toInt64(sum(rows)), toInt64(sum(bytes_on_disk)), toInt64(sum(data_uncompressed_bytes)) "+
-		"FROM system.parts WHERE database = ? AND active AND has(?, table) GROUP BY table ORDER BY table", s.db, tables)
+	// A part's bytes_on_disk counts its projections' parts, which are
+	// listed apart too.
+	rows, err := s.conn.Query(ctx, "SELECT p.table, toInt64(sum(p.rows)), toInt64(sum(p.bytes_on_disk)), toInt64(sum(p.data_uncompressed_bytes)), "+
+		"toInt64(sum(ifNull(j.bytes, 0))) FROM system.parts AS p LEFT JOIN (SELECT table, parent_name, sum(bytes_on_disk) AS bytes "+
+		"FROM system.projection_parts WHERE database = ? AND active GROUP BY table, parent_name) AS j ON p.table = j.table AND p.name = j.parent_name "+
+		"WHERE p.database = ? AND p.active AND has(?, p.table) GROUP BY p.table ORDER BY p.table", s.db, s.db, tables)
 	require.NoError(b, err)
 	defer rows.Close()
 	for rows.Next() {
 		var d tableDisk
-		require.NoError(b, rows.Scan(&d.table, &d.rows, &d.bytes, &d.plain))
+		require.NoError(b, rows.Scan(&d.table, &d.rows, &d.bytes, &d.plain, &d.projection))
 		s.disk = append(s.disk, d)
 		if d.table == query.DefaultOTelTable || strings.HasSuffix(d.table, "profile_samples") {
 			s.rows = d.rows

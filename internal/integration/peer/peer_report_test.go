@@ -100,17 +100,7 @@ func (r *peerReport) String() string {
 // its parts. The ratios compare each side with Flamehouse's ingest.
 func (p *peerPhase) table(sb *strings.Builder) {
 	w, l, o, c, e, y := p.w, p.load, p.ours, p.collector, p.exporter, p.pyroscope
-	made := "generated"
-	if w.record != nil {
-		made = "recorded"
-		fmt.Fprintf(sb, "\n%s: %s of the real eBPF profiler on this host (%d processes, %d services, %.1f events/s), its %s reports as it sent them\n",
-			w.name, w.spanName(), len(l.pids), len(p.live.ours), float64(l.events)/w.end.Sub(w.start).Seconds(), w.cfg.ReportInterval)
-	} else {
-		fmt.Fprintf(sb, "\n%s: %s at %d events/s (%d processes, %d stacks), %s requests of %d processes\n",
-			w.name, w.spanName(), w.cfg.SamplesPerSecond, w.cfg.Pods, w.cfg.Stacks, w.cfg.ReportInterval, w.podsPerRequest)
-	}
-	fmt.Fprintf(sb, "data: %d events in %d OTLP samples (the exporter's rows), %d requests (largest %.2f MiB, mean %.0f kB), %.1f MB marshaled, CPU time %s; %s in %s\n\n",
-		l.events, l.samples, l.requests, float64(l.maxBody)/(1<<20), l.meanBody()/1e3, float64(l.payload)/1e6, time.Duration(l.cpuNanos), made, l.took.Round(time.Second))
+	p.heading(sb)
 	cell := func(v float64) string {
 		if math.IsNaN(v) {
 			return fmt.Sprintf("%12s", "-")
@@ -168,16 +158,7 @@ func (p *peerPhase) table(sb *strings.Builder) {
 	}
 	all := "flame-" + w.allName()
 	row("root "+all+" (CPU s)", float64(o.roots[all])/1e9, float64(c.roots[all])/1e9, float64(e.roots[all])/1e9, float64(y.roots[all])/1e9)
-	over := "the whole range"
-	if p.live != nil {
-		over = fmt.Sprintf("the %d services pyroscope keeps whole", len(p.live.whole))
-	}
-	agree := "agree"
-	if p.live != nil && p.live.topDiff != nil {
-		agree = "DIFFER (below)"
-	}
-	fmt.Fprintf(sb, "top %d functions over %s %s (label, self, total): flamehouse's first %q %s self; pyroscope's %q %s self\n",
-		peerTopFunctions, over, agree, p.top[o.name][0].Label, time.Duration(p.top[o.name][0].Self), p.top[y.name][0].Label, time.Duration(p.top[y.name][0].Self))
+	p.topAgreement(sb)
 	if p.live != nil {
 		p.live.write(sb, l, w)
 	}
@@ -185,8 +166,12 @@ func (p *peerPhase) table(sb *strings.Builder) {
 	fmt.Fprintf(sb, "\nparts after OPTIMIZE ... FINAL, blocks after compaction (%s %s):\n", w.name, w.spanName())
 	for _, s := range p.sides() {
 		for _, d := range s.disk {
-			fmt.Fprintf(sb, "  %-10s %-40s %12d rows %10.2f MB on disk %10.2f MB uncompressed %8.2f B/event\n",
-				s.name, d.table, d.rows, float64(d.bytes)/1e6, float64(d.plain)/1e6, float64(d.bytes)/float64(l.events))
+			proj := ""
+			if d.projection > 0 {
+				proj = fmt.Sprintf(" (projections %.2f B/event)", float64(d.projection)/float64(l.events))
+			}
+			fmt.Fprintf(sb, "  %-10s %-40s %12d rows %10.2f MB on disk %10.2f MB uncompressed %8.2f B/event%s\n",
+				s.name, d.table, d.rows, float64(d.bytes)/1e6, float64(d.plain)/1e6, float64(d.bytes)/float64(l.events), proj)
 		}
 	}
 }
@@ -237,6 +222,37 @@ func (p *peerPhase) targets(sb *strings.Builder) {
 		verdict = "MISSED: " + strings.Join(slower, ", ")
 	}
 	fmt.Fprintf(sb, "  %-62s %3d of %d  %s\n", "flame graphs at most as slow as pyroscope's (p50)", n-len(slower), n, verdict)
+}
+
+// heading names the phase's workload and what its requests hold.
+func (p *peerPhase) heading(sb *strings.Builder) {
+	w, l := p.w, p.load
+	made := "generated"
+	if w.record != nil {
+		made = "recorded"
+		fmt.Fprintf(sb, "\n%s: %s of the real eBPF profiler on this host (%d processes, %d services, %.1f events/s), its %s reports as it sent them\n",
+			w.name, w.spanName(), len(l.pids), len(p.live.ours), float64(l.events)/w.end.Sub(w.start).Seconds(), w.cfg.ReportInterval)
+	} else {
+		fmt.Fprintf(sb, "\n%s: %s at %d events/s (%d processes, %d stacks), %s requests of %d processes\n",
+			w.name, w.spanName(), w.cfg.SamplesPerSecond, w.cfg.Pods, w.cfg.Stacks, w.cfg.ReportInterval, w.podsPerRequest)
+	}
+	fmt.Fprintf(sb, "data: %d events in %d OTLP samples (the exporter's rows), %d requests (largest %.2f MiB, mean %.0f kB), %.1f MB marshaled, CPU time %s; %s in %s\n\n",
+		l.events, l.samples, l.requests, float64(l.maxBody)/(1<<20), l.meanBody()/1e3, float64(l.payload)/1e6, time.Duration(l.cpuNanos), made, l.took.Round(time.Second))
+}
+
+// topAgreement says whether the top functions agree, and which come first.
+func (p *peerPhase) topAgreement(sb *strings.Builder) {
+	o, y := p.ours, p.pyroscope
+	over := "the whole range"
+	if p.live != nil {
+		over = fmt.Sprintf("the %d services pyroscope keeps whole", len(p.live.whole))
+	}
+	agree := "agree"
+	if p.live != nil && p.live.topDiff != nil {
+		agree = "DIFFER (below)"
+	}
+	fmt.Fprintf(sb, "top %d functions over %s %s (label, self, total): flamehouse's first %q %s self; pyroscope's %q %s self\n",
+		peerTopFunctions, over, agree, p.top[o.name][0].Label, time.Duration(p.top[o.name][0].Self), p.top[y.name][0].Label, time.Duration(p.top[y.name][0].Self))
 }
 
 // prec picks decimals for a value in the table.
