@@ -52,15 +52,27 @@ type Engine struct {
 var ErrInvalidQuery = errors.New("invalid query")
 
 // idsPerLookup bounds the stack or frame ids of one lookup (they travel as
-// a parameter in the request line). A lookup reads only the ids it misses,
-// in chunks of this many, unless they are more than one chunk and at least
-// half of the rows the filter's services hold in the table: then it reads
-// those services' rows in one query (see lookup). So a narrow query on a
-// cold cache (one pod, the last hour) does not read a service's whole
-// dictionaries: in the workloads of docs/performance.md a dense pod's
-// 1,497 stacks against the service's 35,123, the sparse day's last hour's
-// 10,491 against 46,710.
+// a parameter in the request line). A lookup reads the ids it misses, in
+// chunks of this many, or its services' whole rows of the table in one
+// query when that reads fewer than rowsPerID rows per id it misses (see
+// lookup). So a narrow query on a cold cache (one pod, the last hour) does
+// not read a service's whole dictionaries (in the workloads of
+// docs/performance.md a dense pod's 1,497 stacks against the service's
+// 35,123), and a small service's are read whole.
 const idsPerLookup = 10000
+
+// countFrom is the fewest missing ids for which a lookup counts its
+// services' rows (one small query on the sort key) to choose between
+// reading by id and reading them whole: below it an id list costs less
+// than the count.
+const countFrom = 1000
+
+// rowsPerID is how many rows of a service's a whole read may read per id
+// it looks up: an id costs ClickHouse about three times what a row read
+// does (the id list is parsed from the query parameter and matched; on the
+// embedded engine 9,696 frame ids cost 10 ms to parse, and reading a small
+// service's 13,774 frames whole 6 ms, docs/performance.md).
+const rowsPerID = 3
 
 // Run answers a request with its frames: from the cache when its range is
 // closed (see Cache).
@@ -810,13 +822,13 @@ func (e *Engine) stackFrames(ctx context.Context, f *filter, ids []uint64, sym *
 
 // lookup loads the symbols of missing ids from table (stacks or frames):
 // by id, in chunks that fit a query parameter, or all of the filter's
-// services' rows in one query (load(nil)) when the ids are more than one
-// chunk and at least half of those rows (wholeServices).
+// services' rows in one query (load(nil)) when there are countFrom ids or
+// more and the services hold at most rowsPerID rows per id (wholeServices).
 func (e *Engine) lookup(ctx context.Context, f *filter, table string, missing []uint64, load func(ids []uint64) error) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	if len(f.services) > 0 && len(missing) > idsPerLookup {
+	if len(f.services) > 0 && len(missing) >= countFrom {
 		rows, err := e.serviceRows(ctx, f, table)
 		if err != nil {
 			return err
@@ -835,11 +847,10 @@ func (e *Engine) lookup(ctx context.Context, f *filter, table string, missing []
 }
 
 // wholeServices reports whether a lookup of missing ids reads its services'
-// rows of a table (rows of them) in one query rather than by id: when the
-// ids are more than one chunk and at least half of the rows. Reading a row
-// costs about the same either way; each chunk scans the services' rows.
+// rows of a table (rows of them) whole rather than by id: when that reads
+// at most rowsPerID rows per id.
 func wholeServices(missing int, rows uint64) bool {
-	return missing > idsPerLookup && uint64(missing)*2 >= rows
+	return rows <= uint64(missing)*rowsPerID
 }
 
 // serviceRows counts the rows the filter's services hold in a table (one
@@ -891,26 +902,26 @@ func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, key la
 	natives map[uint64]nativeFrame, sym *Symbols,
 ) error {
 	var p params
-	rows, err := e.Conn.Query(ctx, framesSQL(&p, e.Tables, e.Tenant, f, ids, key.lines, placement), p.args...)
+	rows, err := e.Conn.Query(ctx, framesSQL(&p, e.Tables, e.Tenant, f, ids, placement), p.args...)
 	if err != nil {
 		return fmt.Errorf("load frames: %w", err)
 	}
 	defer rows.Close()
-	var frameType string
+	var row frameRow
+	dest := row.scanDest()
 	for rows.Next() {
-		var id uint64
-		var label string
-		var n nativeFrame
-		if err := rows.Scan(&id, &label, &n.buildID, &n.address, &n.mappingStart, &n.mappingOffset, &frameType); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		fn.labels[id] = label
-		if n.buildID != "" {
-			natives[id] = n
+		label := row.label(key.lines)
+		fn.labels[row.id] = label
+		n, ok := row.resolvable()
+		if ok {
+			natives[row.id] = n
 		}
-		kind := kindOfType(frameType)
-		fn.setKind(id, kind)
-		sym.addLabel(key, id, label, kind, n)
+		kind := kindOfType(row.frameType)
+		fn.setKind(row.id, kind)
+		sym.addLabel(key, row.id, label, kind, n)
 	}
 	return rows.Err()
 }

@@ -43,20 +43,20 @@ func TestQueryTypes(t *testing.T) {
 		`queryType "flame" is not one of profile, metrics, both, table, traces, spans, diff, executables, profiles`)
 }
 
-// TestWholeServicesOnlyPastHalf: a lookup reads by id up to one chunk of
-// ids, and past it reads the services' whole rows only when it misses at
-// least half of them.
-func TestWholeServicesOnlyPastHalf(t *testing.T) {
+// TestWholeServicesUpToRowsPerID: a lookup reads the services' whole rows
+// when they are at most rowsPerID per id it misses.
+func TestWholeServicesUpToRowsPerID(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		missing int
 		rows    uint64
 		whole   bool
 	}{
-		{"a pod's stacks", 1497, 35123, false},
-		{"one chunk, all of the service", idsPerLookup, idsPerLookup, false},
+		{"a dense pod's stacks", 1497, 35123, false},
+		{"a small service's pod's frames", 9696, 13774, true},
+		{"a third of a small service's stacks", 1170, 3509, true},
+		{"just more than rowsPerID rows per id", 1000, 3001, false},
 		{"the sparse day's last hour", 10491, 46710, false},
-		{"more than a chunk, half", 23355, 46710, true},
 		{"the whole day", 44000, 46710, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,7 +66,7 @@ func TestWholeServicesOnlyPastHalf(t *testing.T) {
 }
 
 // TestLookupReadsByIDInChunks: a lookup that need not count the services'
-// rows (one chunk of ids or fewer, or no service named) reads the ids it
+// rows (fewer than countFrom ids, or no service named) reads the ids it
 // misses, sorted, in chunks of idsPerLookup, without touching the
 // database (the engine here has no connection).
 func TestLookupReadsByIDInChunks(t *testing.T) {
@@ -84,8 +84,8 @@ func TestLookupReadsByIDInChunks(t *testing.T) {
 		want     []int // ids per load
 	}{
 		{"none", []string{"checkout"}, 0, nil},
-		{"a pod's stacks", []string{"checkout"}, 1497, []int{1497}},
-		{"one chunk", []string{"checkout"}, idsPerLookup, []int{idsPerLookup}},
+		{"a pod's stacks", []string{"checkout"}, 573, []int{573}},
+		{"just below countFrom", []string{"checkout"}, countFrom - 1, []int{countFrom - 1}},
 		{"more, no service named", nil, 2*idsPerLookup + 1, []int{idsPerLookup, idsPerLookup, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

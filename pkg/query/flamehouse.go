@@ -33,6 +33,7 @@ func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue
 		return nil, nil, err
 	}
 	sym := l.e.symbols()
+	defer l.e.prefetchProbe(ctx)()
 	stacks, groups, f, err := l.e.stacks(ctx, r, keys, sym)
 	if err != nil {
 		return nil, nil, err

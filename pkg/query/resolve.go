@@ -112,6 +112,8 @@ type Resolver struct {
 	bytes  int64
 	loads  int
 	probes map[string]probe
+	// probing are the probes being read, closed when read.
+	probing map[string]chan struct{}
 }
 
 // DefaultResolverBytes bounds a datasource's range tables.
@@ -212,16 +214,79 @@ func (r *Resolver) put(key tableKey, version int64, t *rangeTable) {
 // probe says whether the engine's database has the symbol tables and the
 // frames' mapping placement (schema version 3) and the profiles table
 // (version 5). A database that has them all is not asked again; one
-// without is asked again after probeAgain.
+// without is asked again after probeAgain. Queries that need it at the
+// same time share one read (prefetchProbe starts it early).
 func (e *Engine) probe(ctx context.Context) (probe, error) {
+	res := e.resolver()
+	key := e.Tables.Qualified(schema.Frames)
+	for {
+		res.mu.Lock()
+		pr, ok := res.probes[key]
+		if ok && res.fresh(pr) {
+			res.mu.Unlock()
+			return pr, nil
+		}
+		if wait := res.probing[key]; wait != nil {
+			res.mu.Unlock()
+			select {
+			case <-wait:
+				continue // read, or failed: look again
+			case <-ctx.Done():
+				return probe{}, ctx.Err()
+			}
+		}
+		done := make(chan struct{})
+		if res.probing == nil {
+			res.probing = map[string]chan struct{}{}
+		}
+		res.probing[key] = done
+		res.mu.Unlock()
+
+		pr, err := e.readProbe(ctx)
+		res.mu.Lock()
+		delete(res.probing, key)
+		if err == nil {
+			if res.probes == nil {
+				res.probes = map[string]probe{}
+			}
+			res.probes[key] = pr
+		}
+		res.mu.Unlock()
+		close(done)
+		return pr, err
+	}
+}
+
+// fresh reports whether a probe read earlier still holds.
+func (r *Resolver) fresh(pr probe) bool {
+	return pr.symbols && pr.placement && pr.profiles || r.now().Sub(pr.at) < probeAgain
+}
+
+// prefetchProbe starts reading the probe in the background when the
+// resolver holds no fresh one, so that on a cold datasource it runs beside
+// the query's first statement rather than after it (it is needed once the
+// frames are looked up). The query calls wait before it returns, so that
+// nothing it started outlives it.
+func (e *Engine) prefetchProbe(ctx context.Context) (wait func()) {
 	res := e.resolver()
 	key := e.Tables.Qualified(schema.Frames)
 	res.mu.Lock()
 	pr, ok := res.probes[key]
+	needed := (!ok || !res.fresh(pr)) && res.probing[key] == nil
 	res.mu.Unlock()
-	if ok && (pr.symbols && pr.placement && pr.profiles || res.now().Sub(pr.at) < probeAgain) {
-		return pr, nil
+	if !needed {
+		return func() {}
 	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = e.probe(ctx) // an error is met again by the query that needs the probe
+	}()
+	return func() { <-done }
+}
+
+// readProbe reads the probe from the database's catalog.
+func (e *Engine) readProbe(ctx context.Context) (probe, error) {
 	var p params
 	db := p.str(e.Tables.Database)
 	q := "SELECT (SELECT count() FROM system.tables WHERE database = " + db + " AND name IN (" +
@@ -233,14 +298,7 @@ func (e *Engine) probe(ctx context.Context) (probe, error) {
 	if err := e.Conn.QueryRow(ctx, q, p.args...).Scan(&tables, &columns, &profiles); err != nil {
 		return probe{}, fmt.Errorf("look for the symbol tables: %w", err)
 	}
-	pr = probe{symbols: tables == 2, placement: columns == 2, profiles: profiles == 1, at: res.now()}
-	res.mu.Lock()
-	if res.probes == nil {
-		res.probes = map[string]probe{}
-	}
-	res.probes[key] = pr
-	res.mu.Unlock()
-	return pr, nil
+	return probe{symbols: tables == 2, placement: columns == 2, profiles: profiles == 1, at: e.resolver().now()}, nil
 }
 
 // resolver is the engine's resolver, or a fresh one for this query.

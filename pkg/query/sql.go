@@ -437,33 +437,23 @@ func addressLabel(column string) string {
 	return "concat('0x', replaceRegexpOne(lower(hex(" + column + ")), '^0(.)', '\\\\1'))"
 }
 
-// frameLineLabelSQL names a frame at line granularity, as pprof -lines
-// does: "function file:line" (or "file:line" without a function) when the
-// frame has a file and a line, else as frameLabelSQL.
-var frameLineLabelSQL = "if(FileName != '' AND Line > 0, concat(multiIf(FunctionName != '', concat(FunctionName, ' '), " +
-	"SystemName != '', concat(SystemName, ' '), ''), FileName, ':', toString(Line)), " + frameLabelSQL + ")"
-
 // unsymbolizedSQL is true for a frame that names neither a function nor a
 // file (model.Frame.Symbolized): an address in a mapped file.
 const unsymbolizedSQL = "FunctionName = '' AND SystemName = '' AND FileName = ''"
 
-// framesSQL names frames by id, or all frames of the filter's services
+// framesSQL reads frames by id, or all frames of the filter's services
 // when ids is nil (a frame may come back more than once: one row per day
-// it was seen), at function or line granularity. An unsymbolized frame
-// with a build id comes with what resolves it from the symbol store: its
-// build id, address and, with placement (schema version 3), its
-// mapping's start and file offset; other frames with "" and zeros. Every
-// frame comes with its profile.frame.type.
-func framesSQL(p *params, tables schema.Config, tenant string, f *filter, ids []uint64, lines, placement bool) string {
-	label := frameLabelSQL
-	if lines {
-		label = frameLineLabelSQL
-	}
+// it was seen): the columns frameRow scans, which name the frame in Go
+// (frameLabel, as frameLabelSQL names it in ClickHouse; computing the
+// label there cost as much again as reading the rows, docs/performance.md).
+// Without placement (before schema version 3) the mapping's start and
+// file offset are zeros.
+func framesSQL(p *params, tables schema.Config, tenant string, f *filter, ids []uint64, placement bool) string {
 	mapping := "toUInt64(0), toUInt64(0)"
 	if placement {
-		mapping = "if(n, MappingStart, 0), if(n, MappingOffset, 0)"
+		mapping = "MappingStart, MappingOffset"
 	}
-	q := "SELECT FrameId, " + label + ", if(" + unsymbolizedSQL + " AND BuildId != '' AS n, toString(BuildId), ''), if(n, Address, 0), " + mapping +
+	q := "SELECT FrameId, FunctionName, SystemName, MappingFile, FileName, Line, Address, toString(BuildId), " + mapping +
 		", toString(FrameType) FROM " + tables.Qualified(schema.Frames) + " WHERE TenantId = " + p.str(tenant) + servicesCond(p, f)
 	if ids != nil {
 		q += " AND FrameId IN " + p.u64s(ids)
