@@ -12,6 +12,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/flamehouse/flamehouse/pkg/query/flame"
 	"github.com/flamehouse/flamehouse/pkg/query/selector"
@@ -721,7 +722,7 @@ func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, s
 	if err := rows.Err(); err != nil {
 		return nil, nil, nil, err
 	}
-	frames, err := e.stackFrames(ctx, f, ids, sym)
+	frames, err := e.stackFrames(ctx, f, ids, sym, &labelKey{tenant: e.Tenant, lines: r.Lines})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -791,33 +792,69 @@ func (g *groupIndex) valuesOf() [][]string {
 	return g.values
 }
 
+// framesBesideFrom is the fewest missing stacks whose frames a lookup
+// reads beside them (stackFrames): a cold query's frames then need not
+// wait for its stacks. Below it (a dashboard's refresh, a few new stacks
+// whose frames are mostly cached) the frames a query misses are read
+// after the stacks, by id.
+const framesBesideFrom = 256
+
 // stackFrames finds the frame ids of stacks: cached, else from the stacks
-// table (by id, or all stacks of known services when many are missing).
-func (e *Engine) stackFrames(ctx context.Context, f *filter, ids []uint64, sym *Symbols) (map[uint64][]uint64, error) {
+// table (by id, or all stacks of known services: lookup). With labels,
+// when it reads framesBesideFrom stacks or more, it reads their frames
+// into the symbol cache at the same time (at labels' granularity), from
+// the frames table joined with the same stacks in ClickHouse, or the
+// services' whole frames when it reads their whole stacks; frameLabels
+// then finds them cached.
+func (e *Engine) stackFrames(ctx context.Context, f *filter, ids []uint64, sym *Symbols, labels *labelKey) (map[uint64][]uint64, error) {
 	out := make(map[uint64][]uint64, len(ids))
 	missing := sym.stacksOf(e.Tenant, ids, out)
+	beside := labels != nil && len(missing) >= framesBesideFrom
 	return out, e.lookup(ctx, f, schema.Stacks, missing, func(chunk []uint64) error {
-		var p params
-		rows, err := e.Conn.Query(ctx, stacksSQL(&p, e.Tables, e.Tenant, f, chunk), p.args...)
-		if err != nil {
-			return fmt.Errorf("load stacks: %w", err)
+		if !beside {
+			return e.loadStacks(ctx, f, chunk, sym, out)
 		}
-		defer rows.Close()
-		var packed string
-		for rows.Next() {
-			var id uint64
-			if err := rows.Scan(&id, &packed); err != nil {
-				return err
-			}
-			frames, err := unpackFrameIDs(packed)
-			if err != nil {
-				return fmt.Errorf("stack %d: %w", id, err)
-			}
-			sym.addStack(e.Tenant, id, frames)
-			out[id] = frames
-		}
-		return rows.Err()
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return e.loadStacks(gctx, f, chunk, sym, out) })
+		g.Go(func() error { return e.cacheFramesOf(gctx, f, chunk, *labels, sym) })
+		return g.Wait()
 	})
+}
+
+// loadStacks reads stacks' frame ids by id (all of the filter's services'
+// stacks for nil ids) into out and the symbol cache.
+func (e *Engine) loadStacks(ctx context.Context, f *filter, ids []uint64, sym *Symbols, out map[uint64][]uint64) error {
+	var p params
+	rows, err := e.Conn.Query(ctx, stacksSQL(&p, e.Tables, e.Tenant, f, ids), p.args...)
+	if err != nil {
+		return fmt.Errorf("load stacks: %w", err)
+	}
+	defer rows.Close()
+	var packed string
+	for rows.Next() {
+		var id uint64
+		if err := rows.Scan(&id, &packed); err != nil {
+			return err
+		}
+		frames, err := unpackFrameIDs(packed)
+		if err != nil {
+			return fmt.Errorf("stack %d: %w", id, err)
+		}
+		sym.addStack(e.Tenant, id, frames)
+		out[id] = frames
+	}
+	return rows.Err()
+}
+
+// cacheFramesOf reads the frames of stacks (by stack id; all of the
+// filter's services' frames for nil) into the symbol cache.
+func (e *Engine) cacheFramesOf(ctx context.Context, f *filter, stackIDs []uint64, key labelKey, sym *Symbols) error {
+	pr, err := e.probe(ctx)
+	if err != nil {
+		return err
+	}
+	var p params
+	return e.loadFrames(ctx, framesOfStacksSQL(&p, e.Tables, e.Tenant, f, stackIDs, pr.placement), p.args, key, nil, nil, sym)
 }
 
 // lookup loads the symbols of missing ids from table (stacks or frames):
@@ -894,15 +931,17 @@ func (e *Engine) frameLabels(ctx context.Context, f *filter, stacks []stackValue
 		return nil, nil, err
 	}
 	return names, natives, e.lookup(ctx, f, schema.Frames, missing, func(chunk []uint64) error {
-		return e.loadFrames(ctx, f, chunk, key, pr.placement, names, natives, sym)
+		var p params
+		return e.loadFrames(ctx, framesSQL(&p, e.Tables, e.Tenant, f, chunk, pr.placement), p.args, key, names, natives, sym)
 	})
 }
 
-func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, key labelKey, placement bool, fn *frameNames,
+// loadFrames reads frames (a framesSQL query) into the symbol cache at
+// key's granularity and, when fn is not nil, into fn and natives.
+func (e *Engine) loadFrames(ctx context.Context, q string, args []any, key labelKey, fn *frameNames,
 	natives map[uint64]nativeFrame, sym *Symbols,
 ) error {
-	var p params
-	rows, err := e.Conn.Query(ctx, framesSQL(&p, e.Tables, e.Tenant, f, ids, placement), p.args...)
+	rows, err := e.Conn.Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("load frames: %w", err)
 	}
@@ -914,14 +953,17 @@ func (e *Engine) loadFrames(ctx context.Context, f *filter, ids []uint64, key la
 			return err
 		}
 		label := row.label(key.lines)
+		n, resolvable := row.resolvable()
+		kind := kindOfType(row.frameType)
+		sym.addLabel(key, row.id, label, kind, n)
+		if fn == nil {
+			continue
+		}
 		fn.labels[row.id] = label
-		n, ok := row.resolvable()
-		if ok {
+		if resolvable {
 			natives[row.id] = n
 		}
-		kind := kindOfType(row.frameType)
 		fn.setKind(row.id, kind)
-		sym.addLabel(key, row.id, label, kind, n)
 	}
 	return rows.Err()
 }

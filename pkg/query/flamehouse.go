@@ -71,7 +71,7 @@ func (l *flamehouseLayout) executables(ctx context.Context, r *Request) (*execut
 	if err != nil {
 		return nil, err
 	}
-	stackFrames, err := e.stackFrames(ctx, f, stacks.ids, e.symbols())
+	stackFrames, err := e.stackFrames(ctx, f, stacks.ids, e.symbols(), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -461,6 +461,18 @@ func framesSQL(p *params, tables schema.Config, tenant string, f *filter, ids []
 	return q
 }
 
+// framesOfStacksSQL reads the frames of stacks (framesSQL's columns),
+// found by their ids in ClickHouse (the stacks table joined by the same
+// filter), or all frames of the filter's services for nil stack ids.
+func framesOfStacksSQL(p *params, tables schema.Config, tenant string, f *filter, stackIDs []uint64, placement bool) string {
+	q := framesSQL(p, tables, tenant, f, nil, placement)
+	if stackIDs == nil {
+		return q
+	}
+	return q + " AND FrameId IN (SELECT arrayJoin(FrameIds) FROM " + tables.Qualified(schema.Stacks) + " WHERE TenantId = " + p.str(tenant) +
+		servicesCond(p, f) + " AND StackId IN " + p.u64s(stackIDs) + ")"
+}
+
 // groupExprs renders the time-series group-by labels: service_name from
 // its column, other labels per sample when the range has such sample
 // attributes, else from the series' resource attributes (through the

@@ -244,6 +244,9 @@ func TestGeneratedSQL(t *testing.T) {
 		{"frames.sql", func(p *params) string {
 			return framesSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2}, true)
 		}},
+		{"frames_of_stacks.sql", func(p *params) string {
+			return framesOfStacksSQL(p, tables, "acme", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2}, true)
+		}},
 		{"frames_v2.sql", func(p *params) string {
 			return framesSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2}, false)
 		}},
@@ -306,7 +309,7 @@ func TestUserTextNeverReachesTheSQL(t *testing.T) {
 		r.Matchers = mustParse(t, `{service_name=`+quote(e)+`, `+quote(e)+`=`+quote(e)+`, k8s_pod_name!=`+quote(e)+`}`)
 		f := buildFilter(&p, tables, e, r, map[string]bool{e: true})
 		groups, cols, raw := groupExprs(&p, r.GroupBy, map[string]bool{e: true})
-		q := sumsSQL(&p, tables, f, plan(0, 100_000, byService, 1)) + stacksSQL(&p, tables, e, f, nil) + framesSQL(&p, tables, e, f, nil, true) +
+		q := sumsSQL(&p, tables, f, plan(0, 100_000, byService, 1)) + stacksSQL(&p, tables, e, f, nil) + framesSQL(&p, tables, e, f, nil, true) + framesOfStacksSQL(&p, tables, e, f, []uint64{1}, true) +
 			seriesSQL(&p, tables, e, f, plan(0, 100_000, f.source(len(cols) > 0, raw), 60), 60, groups, cols, raw, false) +
 			seriesSQL(&p, tables, e, f, plan(0, 100_000, bySample, 60), 60, groups, cols, raw, true) +
 			spansSQL(&p, union(&p, tables, f, plan(0, 100_000, bySample, 1), "SpanId, TraceId, ServiceName, Value"), 10) +

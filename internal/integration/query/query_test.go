@@ -6,10 +6,13 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -345,6 +348,113 @@ func TestLookupsKeepToTheTenant(t *testing.T) {
 			got, err = e.LabelValues(context.Background(), scope, "k8s_pod_name")
 			require.NoError(t, err)
 			require.Equal(t, slices.Sorted(maps.Keys(pods)), got, "pods")
+		})
+	}
+}
+
+// recordingConn records the statements a query runs.
+type recordingConn struct {
+	clickhouse.Conn
+	mu         sync.Mutex
+	statements []string
+}
+
+func (c *recordingConn) Query(ctx context.Context, q string, args ...any) (driver.Rows, error) {
+	c.mu.Lock()
+	c.statements = append(c.statements, q)
+	c.mu.Unlock()
+	return c.Conn.Query(ctx, q, args...)
+}
+
+func (c *recordingConn) QueryRow(ctx context.Context, q string, args ...any) driver.Row {
+	c.mu.Lock()
+	c.statements = append(c.statements, q)
+	c.mu.Unlock()
+	return c.Conn.QueryRow(ctx, q, args...)
+}
+
+// Statements that read stacks and frames, by how they start.
+const (
+	readsStacks = "SELECT StackId, arrayStringConcat"
+	readsFrames = "SELECT FrameId, FunctionName"
+)
+
+// reads are the recorded statements that start with prefix.
+func (c *recordingConn) reads(prefix string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, q := range c.statements {
+		if strings.HasPrefix(q, prefix) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// forget forgets the recorded statements.
+func (c *recordingConn) forget() {
+	c.mu.Lock()
+	c.statements = nil
+	c.mu.Unlock()
+}
+
+// TestColdFlameGraphReadsFramesBesideStacks: on an empty symbol cache a
+// flame graph of hundreds of stacks reads their frames in the statement
+// that runs beside the stacks' (joined with the stacks in ClickHouse, or
+// the service's whole frames), never by frame id after them, and its
+// answers are exact; the next query reads neither.
+func TestColdFlameGraphReadsFramesBesideStacks(t *testing.T) {
+	w := newWorld(t)
+	wideFrom, wideTo := w.clock.h0.Add(-time.Hour), w.clock.h0.Add(4*time.Hour)
+	for _, tt := range []struct {
+		name, selector string
+		filter         keep
+	}{
+		{"a service", `{service_name="checkout"}`, all},
+		{"a pod", `{service_name="checkout", k8s_pod_name="checkout-001"}`, pod("checkout-001")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recordingConn{Conn: w.conn}
+			e := w.engine(acme)
+			e.Conn, e.Symbols = rec, query.NewSymbols(1<<30, 1<<30)
+			frames, err := e.Run(context.Background(), request(t, map[string]any{"queryType": query.TypeProfile, "labelSelector": tt.selector}, wideFrom, wideTo, time.Minute))
+			require.NoError(t, err)
+			want := w.oracle(acme, wideFrom, wideTo, time.Minute, tt.filter)
+			self, total := querytest.FlameTop(querytest.FlameRows(t, frames[0], "ns"))
+			require.Equal(t, want.self, self)
+			require.Equal(t, want.total, total)
+
+			// Each stacks statement has its frames statement: by the same
+			// stack ids, joined in ClickHouse, or whole for whole stacks;
+			// none reads frames by frame id, nor counts them to choose.
+			kinds := func(qs []string, byID string) (ids, whole int) {
+				for _, q := range qs {
+					if strings.Contains(q, byID) {
+						ids++
+					} else {
+						whole++
+					}
+				}
+				return ids, whole
+			}
+			stacks, frameReads := rec.reads(readsStacks), rec.reads(readsFrames)
+			require.NotEmpty(t, stacks)
+			stacksByID, wholeStacks := kinds(stacks, "StackId IN")
+			framesByStacks, wholeFrames := kinds(frameReads, "SELECT arrayJoin(FrameIds)")
+			require.Equal(t, []int{stacksByID, wholeStacks}, []int{framesByStacks, wholeFrames}, "frames beside stacks:\n%s", strings.Join(frameReads, "\n"))
+			for _, q := range frameReads {
+				require.NotContains(t, strings.ReplaceAll(q, "StackId IN", ""), "FrameId IN {", "no frames by frame id")
+			}
+			for _, q := range rec.reads("SELECT count() FROM ") {
+				require.NotContains(t, q, schema.Frames, "the frames need no count")
+			}
+
+			rec.forget()
+			_, err = e.Run(context.Background(), request(t, map[string]any{"queryType": query.TypeTable, "labelSelector": tt.selector}, wideFrom, wideTo, time.Minute))
+			require.NoError(t, err)
+			require.Empty(t, rec.reads(readsStacks), "the stacks are cached")
+			require.Empty(t, rec.reads(readsFrames), "the frames are cached")
 		})
 	}
 }
