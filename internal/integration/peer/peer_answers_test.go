@@ -244,3 +244,21 @@ func TestPprofTopLabelsFramesAsTheDatasource(t *testing.T) {
 	require.ErrorContains(t, err, "no location 9")
 	require.True(t, strings.HasPrefix(top[1].Label, "["))
 }
+
+// TestLatencyMisses: a flame graph misses the target when it is
+// slower than Pyroscope's, and the proposed one only when it is also
+// slower than proposedLatencyFloorMS.
+func TestLatencyMisses(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	ours := &peerSide{lat: map[string][]time.Duration{"fast": ms(9, 10, 11), "small": ms(30, 40, 45), "slow": ms(70, 80, 90), "tie": ms(20)}}
+	theirs := &peerSide{lat: map[string][]time.Duration{"fast": ms(12), "small": ms(3), "slow": ms(60), "tie": ms(20)}}
+	slower, slowerThanFloor := latencyMisses([]string{"fast", "small", "slow", "tie"}, ours, theirs)
+	require.Equal(t, []string{"small 40.0 > 3.0 ms", "slow 80.0 > 60.0 ms"}, slower)
+	require.Equal(t, []string{"slow 80.0 > 60.0 ms"}, slowerThanFloor)
+}
