@@ -793,23 +793,26 @@ func (g *groupIndex) valuesOf() [][]string {
 }
 
 // framesBesideFrom is the fewest missing stacks whose frames a lookup
-// reads beside them (stackFrames): a cold query's frames then need not
-// wait for its stacks. Below it (a dashboard's refresh, a few new stacks
-// whose frames are mostly cached) the frames a query misses are read
-// after the stacks, by id.
+// reads beside them (stackFrames) once the symbol cache holds frames of
+// the tenant: a query's frames then need not wait for its stacks. Below
+// it (a dashboard's refresh, a few new stacks whose frames are mostly
+// cached) the frames a query misses are read after the stacks, by id. On
+// a cache without any of the tenant's frames (a new datasource) they are
+// read beside the stacks whatever their number.
 const framesBesideFrom = 256
 
 // stackFrames finds the frame ids of stacks: cached, else from the stacks
 // table (by id, or all stacks of known services: lookup). With labels,
-// when it reads framesBesideFrom stacks or more, it reads their frames
-// into the symbol cache at the same time (at labels' granularity), from
-// the frames table joined with the same stacks in ClickHouse, or the
-// services' whole frames when it reads their whole stacks; frameLabels
-// then finds them cached.
+// when the symbol cache holds no frame of the tenant at labels'
+// granularity or it reads framesBesideFrom stacks or more, it reads their
+// frames into the symbol cache at the same time, from the frames table
+// joined with the same stacks in ClickHouse, or the services' whole
+// frames when it reads their whole stacks; frameLabels then finds them
+// cached.
 func (e *Engine) stackFrames(ctx context.Context, f *filter, ids []uint64, sym *Symbols, labels *labelKey) (map[uint64][]uint64, error) {
 	out := make(map[uint64][]uint64, len(ids))
 	missing := sym.stacksOf(e.Tenant, ids, out)
-	beside := labels != nil && len(missing) >= framesBesideFrom
+	beside := labels != nil && framesBeside(len(missing), sym.hasLabels(*labels))
 	return out, e.lookup(ctx, f, schema.Stacks, missing, func(chunk []uint64) error {
 		if !beside {
 			return e.loadStacks(ctx, f, chunk, sym, out)
@@ -819,6 +822,13 @@ func (e *Engine) stackFrames(ctx context.Context, f *filter, ids []uint64, sym *
 		g.Go(func() error { return e.cacheFramesOf(gctx, f, chunk, *labels, sym) })
 		return g.Wait()
 	})
+}
+
+// framesBeside reports whether a lookup of missing stacks reads their
+// frames beside them: on a cache without the tenant's frames, or for
+// framesBesideFrom stacks or more.
+func framesBeside(missing int, cachedFrames bool) bool {
+	return missing > 0 && (!cachedFrames || missing >= framesBesideFrom)
 }
 
 // loadStacks reads stacks' frame ids by id (all of the filter's services'

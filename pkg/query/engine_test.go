@@ -65,6 +65,25 @@ func TestWholeServicesUpToRowsPerID(t *testing.T) {
 	}
 }
 
+// TestFramesBesideStacks: a new datasource reads the frames of any stacks
+// it misses beside them; one with the tenant's frames cached only for
+// framesBesideFrom stacks or more.
+func TestFramesBesideStacks(t *testing.T) {
+	for _, tc := range []struct {
+		missing int
+		cached  bool
+		beside  bool
+	}{
+		{0, false, false},
+		{75, false, true},
+		{75, true, false},
+		{framesBesideFrom - 1, true, false},
+		{framesBesideFrom, true, true},
+	} {
+		require.Equal(t, tc.beside, framesBeside(tc.missing, tc.cached), "%d missing, cached %v", tc.missing, tc.cached)
+	}
+}
+
 // TestLookupReadsByIDInChunks: a lookup that need not count the services'
 // rows (fewer than countFrom ids, or no service named) reads the ids it
 // misses, sorted, in chunks of idsPerLookup, without touching the

@@ -110,6 +110,14 @@ func (s *Symbols) labelsOf(key labelKey, ids []uint64, fn *frameNames, natives m
 	return missing
 }
 
+// hasLabels reports whether the cache holds any frame label of a tenant at
+// a granularity.
+func (s *Symbols) hasLabels(key labelKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.labels[key]) > 0
+}
+
 // addLabel caches a frame's label, its kind and, for an unsymbolized frame
 // with a build id (n.buildID != ""), what resolves it.
 func (s *Symbols) addLabel(key labelKey, id uint64, label string, kind frameKind, n nativeFrame) {
