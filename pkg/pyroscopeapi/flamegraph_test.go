@@ -17,7 +17,7 @@ type stacks map[string]int64
 
 // frameOf renders stacks as the engine does: a flame.Tree's frame.
 func frameOf(s stacks, maxNodes int) *data.Frame {
-	names := flame.NewNames()
+	names := flame.NewNames(0)
 	tree := flame.NewTree(names)
 	for _, k := range slices.Sorted(mapsKeys(s)) {
 		var path []int32
@@ -32,7 +32,7 @@ func frameOf(s stacks, maxNodes int) *data.Frame {
 }
 
 func diffFrameOf(left, right stacks) *data.Frame {
-	names := flame.NewNames()
+	names := flame.NewNames(0)
 	tree := flame.NewDiffTree(names)
 	keys := slices.Sorted(mapsKeys(left))
 	for k := range right {

@@ -36,7 +36,7 @@ func TestEachPathDenseMatchesFrameIDs(t *testing.T) {
 	}
 	fn.dense = denseFramesOf(stacks)
 
-	names := flame.NewNames()
+	names := flame.NewNames(0)
 	labelsOf := func(path []int32) []string {
 		labels := make([]string, len(path))
 		for i, id := range path {

@@ -45,7 +45,7 @@ func (e *Engine) diff(ctx context.Context, r *Request) (*data.Frame, error) {
 		}
 	}
 	scale := diffScale(r)
-	names := flame.NewNames()
+	names := flame.NewNames(0)
 	tree := flame.NewDiffTree(names)
 	if e.Schema == SchemaOTel {
 		addSides(tree, names, sides, scale, shapeOf(r))

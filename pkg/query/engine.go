@@ -344,7 +344,7 @@ type stackValue struct {
 
 // stacksFrame renders stacks as a flame graph or a top-functions table.
 func stacksFrame(r *Request, stacks []stackValue, fn *frameNames) *data.Frame {
-	names := flame.NewNames()
+	names := flame.NewNames(len(fn.labels))
 	unit := flame.Unit(r.ProfileType.SampleUnit)
 	if r.Type == TypeTable {
 		fns := flame.NewFunctions(names)
@@ -958,6 +958,7 @@ func (e *Engine) loadFrames(ctx context.Context, q string, args []any, key label
 	defer rows.Close()
 	var row frameRow
 	dest := row.scanDest()
+	var cache []cachedFrame
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -965,7 +966,7 @@ func (e *Engine) loadFrames(ctx context.Context, q string, args []any, key label
 		label := row.label(key.lines)
 		n, resolvable := row.resolvable()
 		kind := kindOfType(row.frameType)
-		sym.addLabel(key, row.id, label, kind, n)
+		cache = append(cache, cachedFrame{id: row.id, label: label, kind: kind, native: n})
 		if fn == nil {
 			continue
 		}
@@ -975,7 +976,11 @@ func (e *Engine) loadFrames(ctx context.Context, q string, args []any, key label
 		}
 		fn.setKind(row.id, kind)
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	sym.addLabels(key, cache)
+	return nil
 }
 
 // series sums a metrics query per time bucket and group into acc.

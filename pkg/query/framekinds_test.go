@@ -108,14 +108,14 @@ func TestFrameKindsShapePaths(t *testing.T) {
 				stacks[i] = stackValue{id: uint64(i), value: int64(10 * (i + 1)), frames: frames}
 			}
 			// The flame graph's way (dense frame numbers) and the diff's (frame ids) agree.
-			names := flame.NewNames()
+			names := flame.NewNames(0)
 			var got []string
 			eachPath(stacks, kindNamesOf(), names, shape, func(path []int32, value int64) {
 				got = append(got, joinLabels(names, path))
 				require.Equal(t, stacks[len(got)-1].value, value)
 			})
 			require.Equal(t, tt.want, got)
-			names = flame.NewNames()
+			names = flame.NewNames(0)
 			p := newPather(names, shape, kindNamesOf())
 			for i, s := range stacks {
 				path, keep := p.idPath(nil, s.frames)
@@ -137,7 +137,7 @@ func TestFrameKindsKeepTotals(t *testing.T) {
 		{id: 4, value: 2, frames: []uint64{7, 8}},
 	}
 	total := func(shape pathShape) (int64, map[string]int64) {
-		names := flame.NewNames()
+		names := flame.NewNames(0)
 		tree := flame.NewTree(names)
 		fns := flame.NewFunctions(names)
 		eachPath(stacks, kindNamesOf(), names, shape, func(path []int32, value int64) {
@@ -170,7 +170,7 @@ func TestSelfFilterOnShapedLeaf(t *testing.T) {
 	}
 	sum := func(shape pathShape) int64 {
 		var total int64
-		eachPath(stacks, kindNamesOf(), flame.NewNames(), shape, func(_ []int32, v int64) { total += v })
+		eachPath(stacks, kindNamesOf(), flame.NewNames(0), shape, func(_ []int32, v int64) { total += v })
 		return total
 	}
 	require.Equal(t, int64(12), sum(pathShape{hide: 1 << kindKernel, leaf: "runtime.mallocgc"}), "the leaf shown once the kernel is hidden")
@@ -186,7 +186,7 @@ func TestGroupedPathsStartWithTheirGroup(t *testing.T) {
 		{id: 2, value: 5, frames: []uint64{11}, group: 1},
 		{id: 3, value: 1, frames: []uint64{11}, group: 1},
 	}
-	names := flame.NewNames()
+	names := flame.NewNames(0)
 	var got []string
 	eachPath(stacks, fn, names, pathShape{hide: 1 << kindKernel}, func(path []int32, _ int64) { got = append(got, joinLabels(names, path)) })
 	require.Equal(t, []string{"python3.11;<module>;py_alpha", "(no process_executable_name)", "(no process_executable_name)"}, got)

@@ -183,7 +183,7 @@ type mappingKey struct {
 
 // buildPprof turns an answer's stacks into a profile.
 func buildPprof(r *Request, stacks []stackValue, fn *frameNames, period int64) *profile.Profile {
-	names := flame.NewNames()
+	names := flame.NewNames(len(fn.labels))
 	pt := r.ProfileType
 	b := &pprofBuilder{
 		p: &profile.Profile{

@@ -87,7 +87,7 @@ func TestPprofShapesLikeTheFlameGraph(t *testing.T) {
 			require.NoError(t, err)
 			r.Function, r.FunctionSelf = tt.function, tt.function != ""
 
-			names := flame.NewNames()
+			names := flame.NewNames(0)
 			var want []string
 			fns := flame.NewFunctions(names)
 			var wantValues []int64

@@ -118,40 +118,52 @@ func (s *Symbols) hasLabels(key labelKey) bool {
 	return len(s.labels[key]) > 0
 }
 
-// addLabel caches a frame's label, its kind and, for an unsymbolized frame
-// with a build id (n.buildID != ""), what resolves it.
-func (s *Symbols) addLabel(key labelKey, id uint64, label string, kind frameKind, n nativeFrame) {
+// cachedFrame is what the cache keeps of a frame: its label, its kind and,
+// for an unsymbolized frame with a build id (native.buildID != ""), what
+// resolves it.
+type cachedFrame struct {
+	id     uint64
+	label  string
+	kind   frameKind
+	native nativeFrame
+}
+
+// addLabels caches frames' labels, kinds and natives, under one lock (a
+// lookup adds thousands at once; a new tenant's map is made for them).
+func (s *Symbols) addLabels(key labelKey, frames []cachedFrame) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.labelsLen >= s.maxLabels {
-		clear(s.labels)
-		clear(s.natives)
-		clear(s.kinds)
-		s.labelsLen = 0
-	}
-	cached := s.labels[key]
-	if cached == nil {
-		cached = map[uint64]string{}
-		s.labels[key] = cached
-	}
-	if _, ok := cached[id]; !ok {
-		s.labelsLen++
-	}
-	cached[id] = label
-	if kind != kindCode {
-		kinds := s.kinds[key.tenant]
-		if kinds == nil {
-			kinds = map[uint64]frameKind{}
-			s.kinds[key.tenant] = kinds
+	for _, f := range frames {
+		if s.labelsLen >= s.maxLabels {
+			clear(s.labels)
+			clear(s.natives)
+			clear(s.kinds)
+			s.labelsLen = 0
 		}
-		kinds[id] = kind
-	}
-	if n.buildID != "" {
-		natives := s.natives[key.tenant]
-		if natives == nil {
-			natives = map[uint64]nativeFrame{}
-			s.natives[key.tenant] = natives
+		cached := s.labels[key]
+		if cached == nil {
+			cached = make(map[uint64]string, len(frames))
+			s.labels[key] = cached
 		}
-		natives[id] = n
+		if _, ok := cached[f.id]; !ok {
+			s.labelsLen++
+		}
+		cached[f.id] = f.label
+		if f.kind != kindCode {
+			kinds := s.kinds[key.tenant]
+			if kinds == nil {
+				kinds = map[uint64]frameKind{}
+				s.kinds[key.tenant] = kinds
+			}
+			kinds[f.id] = f.kind
+		}
+		if f.native.buildID != "" {
+			natives := s.natives[key.tenant]
+			if natives == nil {
+				natives = map[uint64]nativeFrame{}
+				s.natives[key.tenant] = natives
+			}
+			natives[f.id] = f.native
+		}
 	}
 }

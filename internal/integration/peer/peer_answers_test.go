@@ -73,7 +73,7 @@ func pprofTop(p *googlev1.Profile, limit int) ([]flame.Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := flame.NewNames()
+	names := flame.NewNames(0)
 	fns := flame.NewFunctions(names)
 	var stack []int32
 	for _, s := range p.GetSample() {

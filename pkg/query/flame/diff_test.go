@@ -50,7 +50,7 @@ type diffSample struct {
 }
 
 func buildDiff(samples []diffSample) *DiffTree {
-	names := NewNames()
+	names := NewNames(0)
 	d := NewDiffTree(names)
 	for _, s := range samples {
 		d.Add(ids(names, s.stack), s.left, s.right)
@@ -333,7 +333,7 @@ func BenchmarkDiffTree(b *testing.B) {
 	left, right := randomStacks(42, 50000, 8000, 10, 50), randomStacks(43, 50000, 8000, 10, 50)
 	var nodes int
 	for b.Loop() {
-		names := NewNames()
+		names := NewNames(0)
 		d := NewDiffTree(names)
 		for _, set := range []stackSet{left, right} {
 			path := make([]int32, 0, 64)

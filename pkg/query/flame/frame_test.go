@@ -128,7 +128,7 @@ func TestTruncationFoldsSmallChildren(t *testing.T) {
 }
 
 func TestEnumLimit(t *testing.T) {
-	names := NewNames()
+	names := NewNames(0)
 	tree := NewTree(names)
 	for i := range maxEnumTexts {
 		tree.Add([]int32{names.ID(string(rune(0x10000 + i)))}, int64(i+1)) // distinct totals: no ties at the threshold

@@ -44,7 +44,7 @@ func TestTopFunctions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			names := NewNames()
+			names := NewNames(0)
 			fns := NewFunctions(names)
 			for _, s := range tc.samples {
 				fns.Add(ids(names, s.stack), s.value)

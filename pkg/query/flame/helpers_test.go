@@ -30,7 +30,7 @@ func ids(names *Names, stack string) []int32 {
 }
 
 func buildTree(samples []sample) *Tree {
-	names := NewNames()
+	names := NewNames(0)
 	tree := NewTree(names)
 	for _, s := range samples {
 		tree.Add(ids(names, s.stack), s.value)
@@ -84,7 +84,7 @@ func randomStacks(seed uint64, count, labels, minDepth, maxDepth int) stackSet {
 	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	popularity := rand.NewZipf(r, 1.2, 1, uint64(labels-1))
 	weight := rand.NewZipf(r, 1.5, 1, 10000)
-	set := stackSet{names: NewNames()}
+	set := stackSet{names: NewNames(0)}
 	pool := make([]int32, labels)
 	for i := range pool {
 		pool[i] = set.names.ID(fmt.Sprintf("pkg.fn%04d", i))

@@ -7,9 +7,9 @@ type Names struct {
 	labels []string
 }
 
-// NewNames returns an empty names table.
-func NewNames() *Names {
-	return &Names{ids: make(map[string]int32)}
+// NewNames returns an empty names table with room for size labels.
+func NewNames(size int) *Names {
+	return &Names{ids: make(map[string]int32, size), labels: make([]string, 0, size)}
 }
 
 // ID returns the id of label, interning it on first use.

@@ -136,7 +136,7 @@ func TestAgainstReferenceLarge(t *testing.T) {
 func TestExtremeLabelIDs(t *testing.T) {
 	labels := []int32{math.MinInt32, -1, 0, 1, math.MaxInt32}
 	r := rand.New(rand.NewPCG(3, 4))
-	tree := NewTree(NewNames())
+	tree := NewTree(NewNames(0))
 	prefixes := map[string]bool{}
 	for range 500 {
 		stack := make([]int32, r.IntN(5))

@@ -8,7 +8,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	names := NewNames()
+	names := NewNames(0)
 	a, b := names.ID("a"), names.ID("b")
 	require.Equal(t, a, names.ID("a"))
 	require.NotEqual(t, a, b)
@@ -115,7 +115,7 @@ func TestTreeIgnoresInsertionOrder(t *testing.T) {
 }
 
 func TestTreeWideAndDeep(t *testing.T) {
-	names := NewNames()
+	names := NewNames(0)
 	tree := NewTree(names)
 	// Many children under one node, across several chunks of labels.
 	for i := range 5000 {
@@ -137,7 +137,7 @@ func TestTreeWideAndDeep(t *testing.T) {
 }
 
 func TestTreeAddAfterFrame(t *testing.T) {
-	names := NewNames()
+	names := NewNames(0)
 	tree := NewTree(names)
 	tree.Add(ids(names, "a;b"), 1)
 	require.Equal(t, 3, tree.Nodes())
