@@ -218,7 +218,7 @@ func (r *Resolver) put(key tableKey, version int64, t *rangeTable) {
 // same time share one read (prefetchProbe starts it early).
 func (e *Engine) probe(ctx context.Context) (probe, error) {
 	res := e.resolver()
-	key := e.Tables.Qualified(schema.Frames)
+	key := e.probeKey()
 	for {
 		res.mu.Lock()
 		pr, ok := res.probes[key]
@@ -257,6 +257,10 @@ func (e *Engine) probe(ctx context.Context) (probe, error) {
 	}
 }
 
+// probeKey is what the resolver keeps a probe under: the database, named
+// by its frames table (datasources on one database share the probe).
+func (e *Engine) probeKey() string { return e.Tables.Qualified(schema.Frames) }
+
 // fresh reports whether a probe read earlier still holds.
 func (r *Resolver) fresh(pr probe) bool {
 	return pr.symbols && pr.placement && pr.profiles || r.now().Sub(pr.at) < probeAgain
@@ -269,7 +273,7 @@ func (r *Resolver) fresh(pr probe) bool {
 // nothing it started outlives it.
 func (e *Engine) prefetchProbe(ctx context.Context) (wait func()) {
 	res := e.resolver()
-	key := e.Tables.Qualified(schema.Frames)
+	key := e.probeKey()
 	res.mu.Lock()
 	pr, ok := res.probes[key]
 	needed := (!ok || !res.fresh(pr)) && res.probing[key] == nil

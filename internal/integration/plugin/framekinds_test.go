@@ -105,6 +105,16 @@ func ebpfHostRequest(at time.Time) *collectorpb.ExportProfilesServiceRequest {
 	return b.Request()
 }
 
+// flamePaths queries a CPU flame graph over [from, to) with the query's
+// fields (extra added to base) and reads it with flameByPath.
+func (f *fixture) flamePaths(t *testing.T, base, extra map[string]any, from, to time.Time) (map[string]int64, int64) {
+	t.Helper()
+	q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType}
+	maps.Copy(q, base)
+	maps.Copy(q, extra)
+	return flameByPath(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
+}
+
 // flameByPath reads a flame graph frame into its nodes' totals by path
 // (labels joined by ";" below the root), and the root's total.
 func flameByPath(t *testing.T, f *data.Frame) (map[string]int64, int64) {
@@ -127,11 +137,7 @@ func TestEBPFHostFrameKindsAndProcesses(t *testing.T) {
 	at := time.Now().UTC().Truncate(time.Minute).Add(-30 * time.Minute)
 	f.send(t, ebpfHostRequest(at))
 	from, to := at.Add(-time.Minute), at.Add(5*time.Minute)
-	flame := func(extra map[string]any) (map[string]int64, int64) {
-		q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType}
-		maps.Copy(q, extra)
-		return flameByPath(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
-	}
+	flame := func(extra map[string]any) (map[string]int64, int64) { return f.flamePaths(t, nil, extra, from, to) }
 	const total = 1700
 
 	t.Run("kernel frames and the interpreter's native frames are marked", func(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	pb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
-	"github.com/flamehouse/flamehouse/internal/plugintest"
 )
 
 // labelledLeaf is a leaf frame under "main" that each naming rule labels
@@ -72,13 +71,8 @@ func TestFrameLabelsMatchFunctionFilters(t *testing.T) {
 	at := time.Now().UTC().Truncate(time.Minute).Add(-20 * time.Minute)
 	f.send(t, labelledRequest(at))
 	from, to := at.Add(-time.Minute), at.Add(5*time.Minute)
-	flame := func(extra map[string]any) (map[string]int64, int64) {
-		q := map[string]any{"queryType": "profile", "profileTypeId": plugintest.CPUType, "labelSelector": `{service_name="labels"}`}
-		for k, v := range extra {
-			q[k] = v
-		}
-		return flameByPath(t, plugintest.RequireOK(t, f.query(t, q, from, to))[0])
-	}
+	service := map[string]any{"labelSelector": `{service_name="labels"}`}
+	flame := func(extra map[string]any) (map[string]int64, int64) { return f.flamePaths(t, service, extra, from, to) }
 
 	var total int64
 	want, wantLines := map[string]int64{}, map[string]int64{}
