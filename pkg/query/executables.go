@@ -188,7 +188,7 @@ func (t *exeTally) countFrames(frames map[uint64]*exeFrame, known map[uint64]boo
 
 // countResolved counts the native frames the symbol store names.
 func (t *exeTally) countResolved(ctx context.Context, e *Engine, natives map[uint64]nativeFrame, frames map[uint64]*exeFrame) error {
-	res, err := e.resolution(ctx, natives)
+	res, err := e.resolution(ctx, natives, nil)
 	if err != nil || res == nil {
 		return err
 	}

@@ -34,6 +34,8 @@ func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue
 	}
 	sym := l.e.symbols()
 	defer l.e.prefetchProbe(ctx)()
+	prefetched := l.e.prefetchExecutables(ctx, sym)
+	defer prefetched.wait()
 	stacks, groups, f, err := l.e.stacks(ctx, r, keys, sym)
 	if err != nil {
 		return nil, nil, err
@@ -43,7 +45,7 @@ func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue
 		return nil, nil, err
 	}
 	names.groups, names.groupValues = groups.names(), groups.valuesOf()
-	res, err := l.e.resolution(ctx, natives)
+	res, err := l.e.resolution(ctx, natives, prefetched)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,8 +222,7 @@ func (e *Engine) probe(ctx context.Context) (probe, error) {
 	key := e.probeKey()
 	for {
 		res.mu.Lock()
-		pr, ok := res.probes[key]
-		if ok && res.fresh(pr) {
+		if pr, ok := res.freshProbe(key); ok {
 			res.mu.Unlock()
 			return pr, nil
 		}
@@ -261,6 +261,22 @@ func (e *Engine) probe(ctx context.Context) (probe, error) {
 // by its frames table (datasources on one database share the probe).
 func (e *Engine) probeKey() string { return e.Tables.Qualified(schema.Frames) }
 
+// freshProbe is the probe kept under key if it still holds (the caller
+// holds r.mu).
+func (r *Resolver) freshProbe(key string) (probe, bool) {
+	pr, ok := r.probes[key]
+	return pr, ok && r.fresh(pr)
+}
+
+// cachedProbe is the engine's probe if the resolver holds a fresh one; it
+// never reads.
+func (e *Engine) cachedProbe() (probe, bool) {
+	res := e.resolver()
+	res.mu.Lock()
+	defer res.mu.Unlock()
+	return res.freshProbe(e.probeKey())
+}
+
 // fresh reports whether a probe read earlier still holds.
 func (r *Resolver) fresh(pr probe) bool {
 	return pr.symbols && pr.placement && pr.profiles || r.now().Sub(pr.at) < probeAgain
@@ -275,8 +291,8 @@ func (e *Engine) prefetchProbe(ctx context.Context) (wait func()) {
 	res := e.resolver()
 	key := e.probeKey()
 	res.mu.Lock()
-	pr, ok := res.probes[key]
-	needed := (!ok || !res.fresh(pr)) && res.probing[key] == nil
+	_, fresh := res.freshProbe(key)
+	needed := !fresh && res.probing[key] == nil
 	res.mu.Unlock()
 	if !needed {
 		return func() {}
@@ -318,13 +334,19 @@ func (e *Engine) resolver() *Resolver {
 // frames keep their labels.
 func lookupIDs(natives map[uint64]nativeFrame) []string {
 	seen := map[string]bool{}
-	var ids []string
 	for _, n := range natives {
-		if !seen[n.buildID] {
-			seen[n.buildID] = true
-			if buildIDPattern.MatchString(n.buildID) {
-				ids = append(ids, n.buildID)
-			}
+		seen[n.buildID] = true
+	}
+	return lookupable(seen)
+}
+
+// lookupable are the build ids of a set that can be looked up (matching
+// buildIDPattern), sorted.
+func lookupable(buildIDs map[string]bool) []string {
+	ids := make([]string, 0, len(buildIDs))
+	for id := range buildIDs {
+		if buildIDPattern.MatchString(id) {
+			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
@@ -528,9 +550,10 @@ type resolution struct {
 	tables map[string]*rangeTable
 }
 
-// resolution reads what the symbol store has for natives' build ids; nil
-// when the database has no symbol tables or nothing to resolve.
-func (e *Engine) resolution(ctx context.Context, natives map[uint64]nativeFrame) (*resolution, error) {
+// resolution reads what the symbol store has for natives' build ids (those
+// among prefetched's from that read); nil when the database has no symbol
+// tables or nothing to resolve.
+func (e *Engine) resolution(ctx context.Context, natives map[uint64]nativeFrame, prefetched *executableReads) (*resolution, error) {
 	if len(natives) == 0 {
 		return nil, nil
 	}
@@ -538,7 +561,7 @@ func (e *Engine) resolution(ctx context.Context, natives map[uint64]nativeFrame)
 	if err != nil || !pr.symbols {
 		return nil, err
 	}
-	exes, err := e.executables(ctx, lookupIDs(natives))
+	exes, err := prefetched.of(ctx, lookupIDs(natives), e.executables)
 	if err != nil || len(exes) == 0 {
 		return nil, err
 	}
@@ -547,6 +570,80 @@ func (e *Engine) resolution(ctx context.Context, natives map[uint64]nativeFrame)
 		return nil, err
 	}
 	return &resolution{exes: exes, tables: tables}, nil
+}
+
+// maxPrefetchedBuildIDs bounds the build ids whose executables a query
+// reads beside its sums (one statement's worth).
+const maxPrefetchedBuildIDs = idsPerLookup / 10
+
+// executableReads are the symbol store's executables of some build ids,
+// read in the background (prefetchExecutables).
+type executableReads struct {
+	ids  []string // sorted
+	done chan struct{}
+	exes map[string]*executable
+	err  error
+}
+
+// prefetchExecutables starts reading the executables of the build ids of
+// the native frames the cache holds for the engine's tenant, beside the
+// query's sums, when the resolver's probe says the symbol store is there.
+// A query reads the executables of its native frames every time (an
+// upload names earlier frames at once); on a warm datasource they are
+// mostly these, so they no longer wait for the sums. nil when there is
+// nothing to read; the query calls wait before it returns.
+func (e *Engine) prefetchExecutables(ctx context.Context, sym *Symbols) *executableReads {
+	if pr, ok := e.cachedProbe(); !ok || !pr.symbols {
+		return nil
+	}
+	ids := lookupable(sym.buildIDsOf(e.Tenant))
+	if len(ids) == 0 || len(ids) > maxPrefetchedBuildIDs {
+		return nil
+	}
+	r := &executableReads{ids: ids, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.exes, r.err = e.executables(ctx, ids)
+	}()
+	return r
+}
+
+// wait waits for the read to end (nil: no read).
+func (r *executableReads) wait() {
+	if r != nil {
+		<-r.done
+	}
+}
+
+// of returns the executables of build ids (sorted): those this read
+// covered from it, the others from read. Without this read, or when it
+// failed, all come from read (which meets the error again if it stays).
+func (r *executableReads) of(ctx context.Context, ids []string, read func(context.Context, []string) (map[string]*executable, error)) (map[string]*executable, error) {
+	if r == nil {
+		return read(ctx, ids)
+	}
+	r.wait()
+	if r.err != nil {
+		return read(ctx, ids)
+	}
+	out := make(map[string]*executable, len(ids))
+	var rest []string
+	for _, id := range ids {
+		if _, covered := slices.BinarySearch(r.ids, id); !covered {
+			rest = append(rest, id)
+		} else if x := r.exes[id]; x != nil {
+			out[id] = x
+		}
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	more, err := read(ctx, rest)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(out, more)
+	return out, nil
 }
 
 // lookup finds the range of a frame: its table and index, or nil.

@@ -1,6 +1,8 @@
 package query
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -142,6 +144,54 @@ func TestLookupIDsKeepOnlyBuildIDs(t *testing.T) {
 	}
 	require.Equal(t, []string{"3b2b2455914cf52ffe4dfdd68c0b2171a7aa40c8", "abc/def-_x"}, lookupIDs(natives))
 	require.Equal(t, "['a','b']", idArray([]string{"a", "b"}))
+}
+
+// TestExecutableReadsCoverWhatTheyRead: the executables read beside the
+// sums answer for the build ids they covered, found or not; only the
+// others are read after, and an executable the query does not need is
+// left out. A failed read beside the sums is made again after them.
+func TestExecutableReadsCoverWhatTheyRead(t *testing.T) {
+	ctx := context.Background()
+	stored := map[string]*executable{"a": {buildID: "a"}, "b": {buildID: "b"}, "d": {buildID: "d"}}
+	var reads [][]string
+	read := func(_ context.Context, ids []string) (map[string]*executable, error) {
+		reads = append(reads, ids)
+		out := map[string]*executable{}
+		for _, id := range ids {
+			if x := stored[id]; x != nil {
+				out[id] = x
+			}
+		}
+		return out, nil
+	}
+	done := make(chan struct{})
+	close(done)
+	prefetched := &executableReads{ids: []string{"a", "c", "d"}, done: done, exes: map[string]*executable{"a": stored["a"], "d": stored["d"]}}
+
+	got, err := prefetched.of(ctx, []string{"a", "b", "c"}, read)
+	require.NoError(t, err)
+	require.Equal(t, map[string]*executable{"a": stored["a"], "b": stored["b"]}, got, "a from beside the sums, b after; c has none; d is not needed")
+	require.Equal(t, [][]string{{"b"}}, reads, "only the build id the read beside the sums did not cover")
+
+	reads = nil
+	got, err = prefetched.of(ctx, []string{"a", "c"}, read)
+	require.NoError(t, err)
+	require.Equal(t, map[string]*executable{"a": stored["a"]}, got)
+	require.Empty(t, reads, "all covered: no read after the sums")
+
+	reads = nil
+	failed := &executableReads{ids: []string{"a"}, done: done, err: errors.New("connection reset")}
+	got, err = failed.of(ctx, []string{"a", "b"}, read)
+	require.NoError(t, err)
+	require.Equal(t, map[string]*executable{"a": stored["a"], "b": stored["b"]}, got)
+	require.Equal(t, [][]string{{"a", "b"}}, reads, "a failed read beside the sums is made again")
+
+	reads = nil
+	var none *executableReads
+	_, err = none.of(ctx, []string{"b"}, read)
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{"b"}}, reads, "nothing read beside the sums: all after")
+	none.wait()
 }
 
 // BenchmarkResolutionNaming measures the in-memory part of query-time

@@ -1,6 +1,9 @@
 package query
 
-import "sync"
+import (
+	"maps"
+	"sync"
+)
 
 // Symbols caches what never changes for an id: a stack's frame ids and a
 // frame's label (ids are content hashes). Repeated queries — dashboards
@@ -19,8 +22,10 @@ type Symbols struct {
 	stacks map[string]map[uint64][]uint64
 	// labels are keyed by labelKey: tenant and granularity.
 	labels map[labelKey]map[uint64]string
-	// natives are the unsymbolized frames with a build id, per tenant.
-	natives map[string]map[uint64]nativeFrame
+	// natives are the unsymbolized frames with a build id, per tenant;
+	// buildIDs their build ids.
+	natives  map[string]map[uint64]nativeFrame
+	buildIDs map[string]map[string]bool
 	// kinds are the kinds of frames that are not kindCode, per tenant.
 	kinds     map[string]map[uint64]frameKind
 	frameIDs  int // frame ids held by stacks
@@ -41,7 +46,7 @@ type labelKey struct {
 func NewSymbols(maxFrameIDs, maxLabels int) *Symbols {
 	return &Symbols{
 		stacks: map[string]map[uint64][]uint64{}, labels: map[labelKey]map[uint64]string{}, natives: map[string]map[uint64]nativeFrame{},
-		kinds: map[string]map[uint64]frameKind{}, maxIDs: maxFrameIDs, maxLabels: maxLabels,
+		buildIDs: map[string]map[string]bool{}, kinds: map[string]map[uint64]frameKind{}, maxIDs: maxFrameIDs, maxLabels: maxLabels,
 	}
 }
 
@@ -137,6 +142,7 @@ func (s *Symbols) addLabels(key labelKey, frames []cachedFrame) {
 		if s.labelsLen >= s.maxLabels {
 			clear(s.labels)
 			clear(s.natives)
+			clear(s.buildIDs)
 			clear(s.kinds)
 			s.labelsLen = 0
 		}
@@ -164,6 +170,20 @@ func (s *Symbols) addLabels(key labelKey, frames []cachedFrame) {
 				s.natives[key.tenant] = natives
 			}
 			natives[f.id] = f.native
+			builds := s.buildIDs[key.tenant]
+			if builds == nil {
+				builds = map[string]bool{}
+				s.buildIDs[key.tenant] = builds
+			}
+			builds[f.native.buildID] = true
 		}
 	}
+}
+
+// buildIDsOf is a copy of the build ids of a tenant's cached native
+// frames.
+func (s *Symbols) buildIDsOf(tenant string) map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.buildIDs[tenant])
 }

@@ -80,11 +80,13 @@ type world struct {
 	tables  schema.Config
 	clock   clock
 	batches map[string][]*model.Batch
+	// pipe is the ingest's pipeline into the world's database (send).
+	pipe *pipeline.Pipeline
 }
 
 // newWorld migrates a fresh database and writes the workload through the
 // ingest's pipeline and the real writer.
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	srv := chtest.Get(t)
 	conn := srv.Open(t)
@@ -107,7 +109,7 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(func() { _ = w.Close(context.Background()) })
 	p := pipeline.New(w, pipeline.Options{CPUSamplesAsTime: true}, nil) // the receiver's default, as the oracle's conversion
 
-	wd := &world{conn: conn, tables: tables, clock: newClock(), batches: map[string][]*model.Batch{}}
+	wd := &world{conn: conn, tables: tables, clock: newClock(), batches: map[string][]*model.Batch{}, pipe: p}
 	for _, r := range reports {
 		gen := profilegen.DefaultConfig()
 		gen.Service, gen.Seed = r.service, r.seed
@@ -121,6 +123,17 @@ func newWorld(t *testing.T) *world {
 		wd.batches[r.tenant] = append(wd.batches[r.tenant], batch)
 	}
 	return wd
+}
+
+// send writes one more request of a tenant through the world's pipeline
+// (it is not in the oracle's batches).
+func (w *world) send(t testing.TB, tenant string, req proto.Message) {
+	t.Helper()
+	payload, err := proto.Marshal(req)
+	require.NoError(t, err)
+	out, err := w.pipe.Export(context.Background(), pipeline.Request{Tenant: tenant, Payload: payload})
+	require.NoError(t, err)
+	require.Empty(t, out.Rejected)
 }
 
 // engine reads the world as a tenant's datasource does, without an answer
@@ -182,7 +195,7 @@ func addTo(dst, src map[string]int64) {
 
 // request parses a query as the datasource does, over [from, to) at an
 // interval, with budgets no answer of the workload reaches.
-func request(t *testing.T, q map[string]any, from, to time.Time, interval time.Duration) *query.Request {
+func request(t testing.TB, q map[string]any, from, to time.Time, interval time.Duration) *query.Request {
 	t.Helper()
 	q = maps.Clone(q)
 	q["profileTypeId"], q["maxNodes"], q["limit"] = cpuType, query.MaxMaxNodes, query.MaxLimit
