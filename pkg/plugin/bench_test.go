@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flamehouse/flamehouse/internal/benchenv"
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
@@ -37,9 +38,9 @@ import (
 // allocated bytes per query (the plugin's memory). The datasource caches
 // stacks and frame labels across queries; "-cold" runs start without.
 func BenchmarkQuery(b *testing.B) {
-	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
-	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
-	rate := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_RATE", 1)
+	minutes := benchenv.Int(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
+	hours := benchenv.Int(b, "FLAMEHOUSE_BENCH_HOURS", 23)
+	rate := benchenv.Int(b, "FLAMEHOUSE_BENCH_RATE", 1)
 	f := newFixture(b, plugintest.Migrated, nil)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	fillSamples(b, f, "", start, minutes, hours, rate)
@@ -161,8 +162,8 @@ func fillSamples(b *testing.B, f *fixture, tenant string, start time.Time, minut
 // load drifts over both alike. Reported: p50 ms at each rate and their
 // ratio (target: at most 1.2).
 func BenchmarkQueryRateScaling(b *testing.B) {
-	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
-	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
+	minutes := benchenv.Int(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
+	hours := benchenv.Int(b, "FLAMEHOUSE_BENCH_HOURS", 23)
 	f := newFixture(b, plugintest.Migrated, nil)
 	start := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 	fillSamples(b, f, "", start, minutes, hours, 1)
@@ -202,8 +203,8 @@ func BenchmarkQueryRateScaling(b *testing.B) {
 // tenant), alternately. Reported: p50 ms of each and their ratio (target:
 // at most 1.1).
 func BenchmarkRowPolicy(b *testing.B) {
-	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
-	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_BENCH_HOURS", 23)
+	minutes := benchenv.Int(b, "FLAMEHOUSE_BENCH_MINUTES", 2)
+	hours := benchenv.Int(b, "FLAMEHOUSE_BENCH_HOURS", 23)
 	srv := chtest.Get(b)
 	f := newFixture(b, plugintest.MigratedTenancy, nil)
 	tables := f.tables

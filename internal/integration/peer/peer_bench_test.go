@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/flamehouse/flamehouse/internal/benchenv"
 	"github.com/flamehouse/flamehouse/internal/benchmem"
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/ebpfagent"
@@ -313,9 +314,9 @@ type peerFilter struct {
 func newPeerWorkload(b *testing.B) *peerWorkload {
 	b.Helper()
 	cfg := profilegen.DefaultConfig()
-	cfg.SamplesPerSecond = plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_RATE", 10)
+	cfg.SamplesPerSecond = benchenv.Int(b, "FLAMEHOUSE_PEER_RATE", 10)
 	cfg.ReportInterval = peerReportInterval
-	hours := plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_HOURS", 24)
+	hours := benchenv.Int(b, "FLAMEHOUSE_PEER_HOURS", 24)
 	events := int(float64(cfg.SamplesPerSecond) * cfg.ReportInterval.Seconds())
 	groups := (events + peerMaxEventsPerRequest - 1) / peerMaxEventsPerRequest
 	return newWorkload(b, "sparse", cfg, time.Duration(hours)*time.Hour, (cfg.Pods+groups-1)/groups, nil)
@@ -330,7 +331,7 @@ func newPeerWorkload(b *testing.B) *peerWorkload {
 func newDenseWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 	b.Helper()
 	cfg := profilegen.DefaultConfig()
-	span := time.Duration(plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_DENSE_SECONDS", 600)) * time.Second
+	span := time.Duration(benchenv.Int(b, "FLAMEHOUSE_PEER_DENSE_SECONDS", 600)) * time.Second
 	return newWorkload(b, "dense", cfg, span, cfg.Pods/peerDenseNodes, sparse)
 }
 
@@ -338,7 +339,7 @@ func newDenseWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 // 40 processes over FLAMEHOUSE_PEER_CLUSTER_SECONDS seconds.
 func newClusterWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 	b.Helper()
-	span := time.Duration(plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_CLUSTER_SECONDS", 60)) * time.Second
+	span := time.Duration(benchenv.Int(b, "FLAMEHOUSE_PEER_CLUSTER_SECONDS", 60)) * time.Second
 	return newWorkload(b, "cluster", profilegen.WCluster(), span, profilegen.WClusterPodsPerNode, sparse)
 }
 
@@ -347,7 +348,7 @@ func newClusterWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 func newAgentWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 	b.Helper()
 	cfg := profilegen.Agent()
-	span := time.Duration(plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_AGENT_MINUTES", 60)) * time.Minute
+	span := time.Duration(benchenv.Int(b, "FLAMEHOUSE_PEER_AGENT_MINUTES", 60)) * time.Minute
 	return newWorkload(b, "agent", cfg, span, cfg.Pods, sparse)
 }
 
@@ -364,7 +365,7 @@ func newWorkload(b *testing.B, name string, cfg profilegen.Config, span time.Dur
 		service: "checkout", filter: peerFilter{ours: "k8s_pod_name", pyroscope: "k8s.pod.name", value: peerPod},
 	}
 	if like == nil {
-		w.runs, w.senders = plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_RUNS", 3), plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_SENDERS", 32)
+		w.runs, w.senders = benchenv.Int(b, "FLAMEHOUSE_PEER_RUNS", 3), benchenv.Int(b, "FLAMEHOUSE_PEER_SENDERS", 32)
 	} else {
 		w.runs, w.senders = like.runs, like.senders
 	}
@@ -566,7 +567,7 @@ func newOursSide(b *testing.B) *peerSide {
 // The 32 sparse requests in flight hold 19,200 rows, below the default:
 // the writers then start when the senders go quiet (quiet_interval).
 func peerMinBatchSamples(b *testing.B) int {
-	return plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_MIN_BATCH_SAMPLES", writer.DefaultConfig().MinBatchSamples)
+	return benchenv.Int(b, "FLAMEHOUSE_PEER_MIN_BATCH_SAMPLES", writer.DefaultConfig().MinBatchSamples)
 }
 
 // newCollectorSide is the Flamehouse Collector distribution with the

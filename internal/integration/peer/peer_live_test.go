@@ -25,8 +25,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/flamehouse/flamehouse/internal/benchenv"
 	"github.com/flamehouse/flamehouse/internal/ebpfagent"
-	"github.com/flamehouse/flamehouse/internal/plugintest"
 	"github.com/flamehouse/flamehouse/pkg/query/flame"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
@@ -68,7 +68,7 @@ func newLiveWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 		b.Logf("live phase skipped: %v", err)
 		return nil
 	}
-	minutes := plugintest.BenchEnv(b, "FLAMEHOUSE_PEER_LIVE_MINUTES", 60)
+	minutes := benchenv.Int(b, "FLAMEHOUSE_PEER_LIVE_MINUTES", 60)
 	w := &peerWorkload{name: "live", span: time.Duration(minutes) * time.Minute, runs: sparse.runs, senders: sparse.senders}
 	w.cfg.ReportInterval = ebpfagent.DefaultReporterInterval
 	w.record = func(b *testing.B, w *peerWorkload) *peerLoad { return recordLive(b, w, bin) }

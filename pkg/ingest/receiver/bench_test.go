@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/flamehouse/flamehouse/internal/benchenv"
 	"github.com/flamehouse/flamehouse/internal/benchmem"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
 	"github.com/flamehouse/flamehouse/pkg/ingest/writer"
@@ -233,12 +233,12 @@ func BenchmarkEndToEnd(b *testing.B) {
 }
 
 func benchThroughput(b *testing.B) {
-	senders := envInt(b, "FLAMEHOUSE_E2E_SENDERS", clusterNodes) // every node sends on its own
-	cfg := DefaultConfig()                                       // production defaults, but for FLAMEHOUSE_E2E_CONVERSIONS
-	cfg.MaxConcurrentConversions = envInt(b, "FLAMEHOUSE_E2E_CONVERSIONS", cfg.MaxConcurrentConversions)
+	senders := benchenv.Int(b, "FLAMEHOUSE_E2E_SENDERS", clusterNodes) // every node sends on its own
+	cfg := DefaultConfig()                                             // production defaults, but for FLAMEHOUSE_E2E_CONVERSIONS
+	cfg.MaxConcurrentConversions = benchenv.Int(b, "FLAMEHOUSE_E2E_CONVERSIONS", cfg.MaxConcurrentConversions)
 	wcfg := writer.DefaultConfig() // but for FLAMEHOUSE_E2E_MAX_BATCH and FLAMEHOUSE_E2E_WRITES
-	wcfg.MaxBatchSamples = envInt(b, "FLAMEHOUSE_E2E_MAX_BATCH", wcfg.MaxBatchSamples)
-	wcfg.MaxConcurrentWrites = envInt(b, "FLAMEHOUSE_E2E_WRITES", wcfg.MaxConcurrentWrites)
+	wcfg.MaxBatchSamples = benchenv.Int(b, "FLAMEHOUSE_E2E_MAX_BATCH", wcfg.MaxBatchSamples)
+	wcfg.MaxConcurrentWrites = benchenv.Int(b, "FLAMEHOUSE_E2E_WRITES", wcfg.MaxConcurrentWrites)
 	env := newEnvWith(b, cfg, wcfg)
 	bodies, events, payload := clusterReports(b, 4)
 	s := newExporter(b, env.r)
@@ -275,18 +275,6 @@ func benchThroughput(b *testing.B) {
 	require.NoError(b, env.conn.QueryRow(context.Background(),
 		"SELECT count() FROM system.parts WHERE database = ? AND active", env.tables.Database).Scan(&parts))
 	b.ReportMetric(float64(parts), "active-parts")
-}
-
-// envInt reads an integer setting of the benchmark from the environment.
-func envInt(b *testing.B, name string, def int) int {
-	b.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(b, err, name)
-	return n
 }
 
 func benchLatency(b *testing.B) {
