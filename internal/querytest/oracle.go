@@ -27,12 +27,19 @@ import (
 func Report(tb testing.TB, cfg profilegen.Config, at time.Time) (*collectorpb.ExportProfilesServiceRequest, *model.Batch) {
 	tb.Helper()
 	req := profilegen.New(cfg).Report(at)
-	opts := convert.DefaultOptions("")
-	opts.Now = func() time.Time { return at.Add(time.Minute) }
+	return req, Convert(tb, "", req, at.Add(time.Minute))
+}
+
+// Convert converts a request of a tenant as the ingest does at a time
+// (now), which must accept all of it.
+func Convert(tb testing.TB, tenant string, req *collectorpb.ExportProfilesServiceRequest, now time.Time) *model.Batch {
+	tb.Helper()
+	opts := convert.DefaultOptions(tenant)
+	opts.Now = func() time.Time { return now }
 	res, err := convert.Convert(req, opts)
 	require.NoError(tb, err)
 	require.Empty(tb, res.Rejected)
-	return req, res.Batch
+	return res.Batch
 }
 
 // Top computes self and total per function label from a converted batch,

@@ -22,8 +22,8 @@ import (
 
 	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/profilegen"
+	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/chclient"
-	"github.com/flamehouse/flamehouse/pkg/ingest/convert"
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
 	"github.com/flamehouse/flamehouse/pkg/schema"
 )
@@ -53,17 +53,12 @@ func report(t testing.TB, seed uint64, eventsPerSecond int) (*model.Batch, int64
 	t.Helper()
 	cfg := profilegen.DefaultConfig()
 	cfg.Seed, cfg.Stacks, cfg.Pods, cfg.SamplesPerSecond = seed, 2000, 10, eventsPerSecond
-	req := profilegen.New(cfg).Report(start)
-	opts := convert.DefaultOptions("acme")
-	opts.Now = func() time.Time { return start.Add(time.Minute) }
-	res, err := convert.Convert(req, opts)
-	require.NoError(t, err)
-	require.Empty(t, res.Rejected)
+	batch := querytest.Convert(t, "acme", profilegen.New(cfg).Report(start), start.Add(time.Minute))
 	var total int64
-	for _, s := range res.Batch.Samples {
+	for _, s := range batch.Samples {
 		total += s.Value
 	}
-	return res.Batch, total
+	return batch, total
 }
 
 // encoders are the two ways sample rows travel: a Native block encoded by
