@@ -24,7 +24,7 @@ var layers = [][]string{
 		"pkg/secret", "pkg/tenancy", "pkg/profiletype", "pkg/selftrace", "pkg/chembed/sqlguard",
 		"pkg/ingest/model", "pkg/ingest/otlpwire", "pkg/query/selector", "pkg/query/flame",
 		"internal/otlpbuild", "internal/nativebin", "internal/pproftest", "internal/pluginzip", "internal/layers",
-		"internal/harness", "internal/benchmem",
+		"internal/harness", "internal/benchmem", "internal/benchenv",
 	},
 	// The schema, connections to an external ClickHouse, the converter of
 	// OTLP profiles into rows.
@@ -64,7 +64,7 @@ var layers = [][]string{
 var harnesses = []string{
 	"internal/chtest", "internal/otelcoltest", "internal/nativebin", "internal/pproftest", "internal/profilegen",
 	"internal/otlpbuild", "internal/ebpfagent", "internal/pyroscopetest", "internal/harness", "internal/benchmem",
-	"internal/plugintest", "internal/querytest",
+	"internal/benchenv", "internal/plugintest", "internal/querytest",
 }
 
 // integration is the prefix of the integration tests' packages, whose
