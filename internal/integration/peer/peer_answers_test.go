@@ -263,20 +263,21 @@ func TestLatencyMisses(t *testing.T) {
 	require.Equal(t, []string{"slow 80.0 > 60.0 ms"}, slowerThanFloor)
 }
 
-// TestDictionaryBytes: the bound counts the stacks and frames tables of a
-// side and nothing else, and says the bytes target is out of reach only
-// above it.
-func TestDictionaryBytes(t *testing.T) {
+// TestCoreBytes: the bound counts the raw samples, stacks and frames
+// tables of a side and nothing else, and says the bytes target is out of
+// reach only above it.
+func TestCoreBytes(t *testing.T) {
 	disk := []tableDisk{
 		{table: "otel_profile_frames", bytes: 100},
 		{table: "otel_profile_stacks", bytes: 20},
 		{table: "otel_profile_samples", bytes: 7},
 		{table: "otel_profile_samples_1m", bytes: 5},
+		{table: "otel_profile_service_samples_1h", bytes: 4},
 		{table: "otel_profile_series", bytes: 3},
 		{table: "otel_profile_symbols", bytes: 1000},
 	}
-	require.Equal(t, int64(120), dictionaryBytes(disk))
-	require.Zero(t, dictionaryBytes(nil))
+	require.Equal(t, int64(127), coreBytes(disk))
+	require.Zero(t, coreBytes(nil))
 	require.Contains(t, boundVerdict(0.51), "out of reach")
 	require.Empty(t, boundVerdict(0.5))
 }
