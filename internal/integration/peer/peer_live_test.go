@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"maps"
@@ -71,23 +72,91 @@ func newLiveWorkload(b *testing.B, sparse *peerWorkload) *peerWorkload {
 	minutes := benchenv.Int(b, "FLAMEHOUSE_PEER_LIVE_MINUTES", 60)
 	w := &peerWorkload{name: "live", span: time.Duration(minutes) * time.Minute, runs: sparse.runs, senders: sparse.senders}
 	w.cfg.ReportInterval = ebpfagent.DefaultReporterInterval
-	w.record = func(b *testing.B, w *peerWorkload) *peerLoad { return recordLive(b, w, bin) }
+	w.record = func(b *testing.B, w *peerWorkload) *peerLoad {
+		path := os.Getenv(peerLiveRecordingEnv)
+		if path != "" {
+			if rec, err := readRecording(path); err == nil {
+				b.Logf("live: replaying %s (%d requests recorded from %s to %s)", path, len(rec.Requests), rec.Start.Format(time.RFC3339), rec.End.Format(time.RFC3339))
+				return useRecording(b, w, rec)
+			} else if !errors.Is(err, os.ErrNotExist) {
+				b.Fatalf("live: %s=%s: %v", peerLiveRecordingEnv, path, err)
+			}
+		}
+		rec := recordLive(b, w, bin)
+		if path != "" {
+			require.NoError(b, writeRecording(path, rec), "live: keep the recording")
+			b.Logf("live: recording kept in %s", path)
+		}
+		return useRecording(b, w, rec)
+	}
 	return w
+}
+
+// peerLiveRecordingEnv names a file that keeps the live phase's recording:
+// when it exists the phase replays it instead of recording (the same real
+// traffic for two versions of the code, side by side), else the phase
+// records and writes it there.
+const peerLiveRecordingEnv = "FLAMEHOUSE_PEER_LIVE_RECORDING"
+
+// liveRecording is what the eBPF profiler sent through the recording
+// proxy, each request's payload with when it arrived, and the range the
+// agent ran.
+type liveRecording struct {
+	Start, End time.Time
+	Requests   []recordedRequest
+}
+
+type recordedRequest struct {
+	Received time.Time
+	Payload  []byte
+}
+
+// writeRecording writes a recording to a file (gob).
+func writeRecording(path string, rec *liveRecording) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriterSize(f, 1<<20)
+	if err := gob.NewEncoder(out).Encode(rec); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := out.Flush(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readRecording reads a recording writeRecording wrote.
+func readRecording(path string) (*liveRecording, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	var rec liveRecording
+	if err := gob.NewDecoder(bufio.NewReader(f)).Decode(&rec); err != nil {
+		return nil, fmt.Errorf("read the recording: %w", err)
+	}
+	if len(rec.Requests) == 0 || !rec.End.After(rec.Start) {
+		return nil, fmt.Errorf("read the recording: %d requests from %s to %s", len(rec.Requests), rec.Start, rec.End)
+	}
+	return &rec, nil
 }
 
 // recordLive runs the agent for the phase's span with CPU work on the
 // host, its reports going through a recording proxy into a Flamehouse
 // ingest on a scratch database (the proxy's real receiver, which must
-// accept every report), and writes the recorded requests, in the order
-// they arrived, to the phase's request file; the first peerLivePrefix of
-// them to a second one (loadPrefix). It sets the phase's range.
-func recordLive(b *testing.B, w *peerWorkload, bin string) *peerLoad {
+// accept every report), and returns what it recorded.
+func recordLive(b *testing.B, w *peerWorkload, bin string) *liveRecording {
 	b.Helper()
 	scratch := newOursSide(b)
 	proxy, err := ebpfagent.StartProxy(scratch.addr)
 	require.NoError(b, err, "live: start the recording proxy")
 	stopWork := startCPUWork(b)
-	w.start = time.Now().UTC().Truncate(time.Second)
+	start := time.Now().UTC().Truncate(time.Second)
 	agent, err := ebpfagent.Start(bin, ebpfagent.Config{CollectionAgent: proxy.Addr})
 	if err != nil {
 		stopWork()
@@ -99,27 +168,43 @@ func recordLive(b *testing.B, w *peerWorkload, bin string) *peerLoad {
 	stopWork()
 	proxy.Stop() // waits for the reports being forwarded
 	require.NoError(b, stopErr, "live: stop the eBPF profiler")
-	w.end = time.Now().UTC()
-	w.queryTo = w.end.Add(17 * time.Second)
+	rec := &liveRecording{Start: start, End: time.Now().UTC()}
 
 	reqs := proxy.Requests()
 	slices.SortStableFunc(reqs, func(x, y ebpfagent.Request) int { return x.Received.Compare(y.Received) })
 	require.NotEmpty(b, reqs, "live: the agent sent no report in %s; its log:\n%s", w.span, agent.Logs())
-	l, prefix := newPeerLoad(b), newPeerLoad(b)
 	for i, r := range reqs {
 		require.NotNil(b, r.Tally, "live: request %d does not decode", i)
 		a := r.Answers[0]
 		require.NoError(b, a.Err, "live: request %d: the scratch ingest's answer", i)
 		require.Zero(b, a.Rejected, "live: request %d: the scratch ingest rejected part: %s", i, a.Message)
+		rec.Requests = append(rec.Requests, recordedRequest{Received: r.Received, Payload: r.Payload})
 	}
-	require.NoError(b, writeRequests(l, reqs))
+	return rec
+}
+
+// useRecording makes a recording the phase's load: it sets the phase's
+// range and writes the requests, in the order they arrived, to the
+// phase's request file; the first peerLivePrefix of them to a second one
+// (loadPrefix).
+func useRecording(b *testing.B, w *peerWorkload, rec *liveRecording) *peerLoad {
+	b.Helper()
+	w.start, w.end = rec.Start, rec.End
+	w.span = w.end.Sub(w.start).Round(time.Minute) // a replayed recording's, not the knob's
+	w.queryTo = w.end.Add(17 * time.Second)
+	reqs := make([]ebpfagent.Request, len(rec.Requests))
+	l, prefix := newPeerLoad(b), newPeerLoad(b)
 	l.services = map[string]serviceCPU{}
-	for i, r := range reqs {
+	for i, r := range rec.Requests {
+		tally, err := ebpfagent.CountRequest(r.Payload)
+		require.NoError(b, err, "live: request %d", i)
+		reqs[i] = ebpfagent.Request{Payload: r.Payload, Received: r.Received, Tally: tally}
 		var req collectorpb.ExportProfilesServiceRequest
 		require.NoError(b, proto.Unmarshal(r.Payload, &req), "live: request %d", i)
 		addServiceCPU(l.services, &req)
 	}
-	if w.span > peerLivePrefix {
+	require.NoError(b, writeRequests(l, reqs))
+	if w.end.Sub(w.start) > peerLivePrefix {
 		cut := slices.IndexFunc(reqs, func(r ebpfagent.Request) bool { return r.Received.Sub(w.start) >= peerLivePrefix })
 		if cut > 0 {
 			require.NoError(b, writeRequests(prefix, reqs[:cut]))
@@ -536,4 +621,26 @@ func TestCompareServicesCatchesAnyMismatch(t *testing.T) {
 			require.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// TestRecordingRoundTrip: a kept recording reads back as it was written,
+// and a file that holds none is an error, not an empty phase.
+func TestRecordingRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Date(2026, 11, 28, 14, 20, 0, 0, time.UTC)
+	rec := &liveRecording{Start: start, End: start.Add(20 * time.Minute), Requests: []recordedRequest{
+		{Received: start.Add(5 * time.Second), Payload: []byte{1, 2, 3}},
+		{Received: start.Add(10 * time.Second), Payload: []byte{4}},
+	}}
+	path := dir + "/live.gob"
+	require.NoError(t, writeRecording(path, rec))
+	got, err := readRecording(path)
+	require.NoError(t, err)
+	require.Equal(t, rec, got)
+
+	_, err = readRecording(dir + "/none.gob")
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.NoError(t, writeRecording(path, &liveRecording{Start: start, End: start}))
+	_, err = readRecording(path)
+	require.ErrorContains(t, err, "0 requests")
 }
