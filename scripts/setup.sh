@@ -18,6 +18,13 @@ need npm "npm, comes with Node.js"
 
 # npm ci only when node_modules is missing or older than the lock file.
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  # A checkout that borrows another's node_modules through a symbolic link
+  # (a git worktree) would have npm ci empty the other checkout's.
+  if [ -L node_modules ]; then
+    echo "error: node_modules is a symbolic link to $(readlink node_modules), and npm ci would empty what it points to;" \
+      "remove the link (this checkout then gets its own node_modules) or run npm ci where it points" >&2
+    exit 1
+  fi
   echo "==> npm ci (frontend toolchain and the embedded ClickHouse engine, ~170 MB download)"
   npm ci --no-audit --no-fund
 fi
