@@ -412,21 +412,41 @@ func (w *peerWorkload) generate(b *testing.B) *peerLoad {
 	}
 	t0 := time.Now()
 	l := newPeerLoad(b)
-	f, err := os.Create(l.file)
-	require.NoError(b, err)
-	defer func() { require.NoError(b, f.Close()) }()
-	out := bufio.NewWriterSize(f, 1<<20)
 	g := profilegen.New(w.cfg)
-	for at := w.start; at.Before(w.end); at = at.Add(w.cfg.ReportInterval) {
-		for _, req := range g.NodeReports(at, w.podsPerRequest) {
-			body, err := proto.Marshal(req)
-			require.NoError(b, err, "marshal a request")
-			require.NoError(b, l.add(out, body, ebpfagent.TallyRequest(req)))
+	require.NoError(b, writeFile(l.file, func(out io.Writer) error {
+		for at := w.start; at.Before(w.end); at = at.Add(w.cfg.ReportInterval) {
+			for _, req := range g.NodeReports(at, w.podsPerRequest) {
+				body, err := proto.Marshal(req)
+				if err != nil {
+					return fmt.Errorf("marshal a request: %w", err)
+				}
+				if err := l.add(out, body, ebpfagent.TallyRequest(req)); err != nil {
+					return err
+				}
+			}
 		}
-	}
-	require.NoError(b, out.Flush())
+		return nil
+	}))
 	l.took = time.Since(t0)
 	return l
+}
+
+// writeFile creates a file and writes it through a buffer with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriterSize(f, 1<<20)
+	if err := write(out); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := out.Flush(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // newPeerLoad is an empty request file in the benchmark's temporary

@@ -8,6 +8,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -113,20 +114,7 @@ type recordedRequest struct {
 
 // writeRecording writes a recording to a file (gob).
 func writeRecording(path string, rec *liveRecording) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	out := bufio.NewWriterSize(f, 1<<20)
-	if err := gob.NewEncoder(out).Encode(rec); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := out.Flush(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return writeFile(path, func(out io.Writer) error { return gob.NewEncoder(out).Encode(rec) })
 }
 
 // readRecording reads a recording writeRecording wrote.
@@ -196,11 +184,9 @@ func useRecording(b *testing.B, w *peerWorkload, rec *liveRecording) *peerLoad {
 	l, prefix := newPeerLoad(b), newPeerLoad(b)
 	l.services = map[string]serviceCPU{}
 	for i, r := range rec.Requests {
-		tally, err := ebpfagent.CountRequest(r.Payload)
-		require.NoError(b, err, "live: request %d", i)
-		reqs[i] = ebpfagent.Request{Payload: r.Payload, Received: r.Received, Tally: tally}
 		var req collectorpb.ExportProfilesServiceRequest
 		require.NoError(b, proto.Unmarshal(r.Payload, &req), "live: request %d", i)
+		reqs[i] = ebpfagent.Request{Payload: r.Payload, Received: r.Received, Tally: ebpfagent.TallyRequest(&req)}
 		addServiceCPU(l.services, &req)
 	}
 	require.NoError(b, writeRequests(l, reqs))
@@ -217,22 +203,14 @@ func useRecording(b *testing.B, w *peerWorkload, rec *liveRecording) *peerLoad {
 
 // writeRequests writes recorded requests to a load's file.
 func writeRequests(l *peerLoad, reqs []ebpfagent.Request) error {
-	f, err := os.Create(l.file)
-	if err != nil {
-		return err
-	}
-	out := bufio.NewWriterSize(f, 1<<20)
-	for _, r := range reqs {
-		if err := l.add(out, r.Payload, r.Tally); err != nil {
-			_ = f.Close()
-			return err
+	return writeFile(l.file, func(out io.Writer) error {
+		for _, r := range reqs {
+			if err := l.add(out, r.Payload, r.Tally); err != nil {
+				return err
+			}
 		}
-	}
-	if err := out.Flush(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+		return nil
+	})
 }
 
 // startCPUWork keeps some CPU work running while the agent records: a Go
