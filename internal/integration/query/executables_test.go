@@ -15,16 +15,11 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	pb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
+	"github.com/flamehouse/flamehouse/internal/chtest"
 	"github.com/flamehouse/flamehouse/internal/otlpbuild"
 	"github.com/flamehouse/flamehouse/internal/querytest"
 	"github.com/flamehouse/flamehouse/pkg/query"
-	"github.com/flamehouse/flamehouse/pkg/schema"
-)
-
-// Statements of a flame graph, by how they start.
-const (
-	readsSums        = "SELECT StackId, sum(Value)"
-	readsExecutables = "SELECT BuildId, argMax(FileName"
+	"github.com/flamehouse/flamehouse/pkg/symbols"
 )
 
 // nativeRequest is one report of a service whose leaves run in stripped
@@ -120,41 +115,20 @@ func TestWarmFlameGraphReadsExecutablesBesideSums(t *testing.T) {
 	require.Equal(t, want, flame(), "a new build id")
 }
 
-// storeRange stores an executable of one segment (file offset = virtual
-// address) whose symbols name [start, end) function, as a symbol upload
-// does.
+// storeRange stores, through the symbol store as an upload does, an
+// executable of one segment (file offset = virtual address) whose symbols
+// name [start, end) function.
 func storeRange(t *testing.T, w *world, tenant, buildID string, start, end uint64, function string) {
 	t.Helper()
-	ctx := context.Background()
-	updated := time.Now().UTC().Truncate(time.Second) // a bound DateTime64 parameter keeps whole seconds
-	require.NoError(t, w.conn.Exec(ctx, "INSERT INTO "+w.tables.Qualified(schema.Executables)+
-		" (TenantId, BuildId, FileName, Size, Source, HasSymtab, Ranges, SegmentOffsets, SegmentVaddrs, SegmentSizes, UpdatedAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		tenant, buildID, "libnative.so", uint64(1<<20), "upload", true, uint64(1), []uint64{0}, []uint64{0}, []uint64{1 << 20}, updated))
-	require.NoError(t, w.conn.Exec(ctx, "INSERT INTO "+w.tables.Qualified(schema.Symbols)+
-		" (TenantId, BuildId, Start, End, Functions, Files, Lines, Version) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-		tenant, buildID, start, end, []string{function}, []string{"native.c"}, []uint32{7}, uint64(updated.UnixMilli())))
-}
-
-// BenchmarkWarmSmallFlameGraph measures a warm flame graph of a small
-// answer, 20 stacks through stripped libraries over an hour: what every
-// query costs however small its answer (its statements, the executables
-// of its native frames among them), which decides the small answers of
-// docs/performance.md.
-func BenchmarkWarmSmallFlameGraph(b *testing.B) {
-	w := newWorld(b)
-	at := w.clock.h0.Add(30*time.Minute + 7*time.Second)
-	w.send(b, acme, nativeRequest(at, "natives", 20))
-	e := w.engine(acme)
-	e.Symbols = query.NewSymbols(1<<30, 1<<30)
-	r := request(b, map[string]any{"queryType": query.TypeProfile, "labelSelector": `{service_name="natives"}`}, at.Add(-time.Minute), at.Add(time.Hour), time.Minute)
-	ctx := context.Background()
-	if _, err := e.Run(ctx, r); err != nil { // warm the caches
-		b.Fatal(err)
+	var native symbols.NativeInserter
+	if n := chtest.Get(t).NativeInserter(t); n != nil {
+		native = n
 	}
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := e.Run(ctx, r); err != nil {
-			b.Fatal(err)
-		}
+	exe := &symbols.Executable{
+		BuildID: buildID, Size: 1 << 20, HasSymtab: true,
+		Segments: []symbols.Segment{{Filesz: 1 << 20, Memsz: 1 << 20, Exec: true}},
+		Ranges:   []symbols.Range{{Start: start, End: end, Frames: []symbols.Frame{{Function: function, File: "native.c", Line: 7}}}},
 	}
+	_, err := symbols.NewStore(w.tables, w.conn, native).Put(context.Background(), tenant, symbols.SourceUpload, "libnative.so", exe)
+	require.NoError(t, err)
 }

@@ -386,10 +386,12 @@ func (c *recordingConn) QueryRow(ctx context.Context, q string, args ...any) dri
 	return c.Conn.QueryRow(ctx, q, args...)
 }
 
-// Statements that read stacks and frames, by how they start.
+// Statements of a flame graph, by how they start.
 const (
-	readsStacks = "SELECT StackId, arrayStringConcat"
-	readsFrames = "SELECT FrameId, FunctionName"
+	readsSums        = "SELECT StackId, sum(Value)"
+	readsStacks      = "SELECT StackId, arrayStringConcat"
+	readsFrames      = "SELECT FrameId, FunctionName"
+	readsExecutables = "SELECT BuildId, argMax(FileName"
 )
 
 // reads are the recorded statements that start with prefix.
