@@ -60,6 +60,7 @@ func TestLoadConfig(t *testing.T) {
 	full.Writer = writer.Config{
 		FlushInterval: 200 * time.Millisecond, MaxBatchSamples: 50_000, MinBatchSamples: 10_000, QuietInterval: 20 * time.Millisecond, MaxConcurrentWrites: 3,
 		MaxQueuedSamples: 500_000, RetryInitial: 50 * time.Millisecond, RetryMax: 2 * time.Second, SymbolCacheSize: 100_000,
+		MinuteRollupMinMerge: 3,
 	}
 	full.TimeoutSettings = exporterhelper.TimeoutConfig{Timeout: 10 * time.Second}
 	full.BackOffConfig = configretry.BackOffConfig{
@@ -222,6 +223,8 @@ func TestEverySharedSettingReachable(t *testing.T) {
 					set, want = "1234567ms", 1234567*time.Millisecond
 				case reflect.TypeFor[int]():
 					set, want = 1234567, 1234567
+				case reflect.TypeFor[float64]():
+					set, want = 1234.5, 1234.5
 				default:
 					t.Fatalf("%s.%s: a %s setting: teach this test its kind", typ, f.Name, f.Type)
 				}

@@ -682,15 +682,19 @@ func (e *Engine) symbols() *Symbols {
 // grouped flame graph: flameGroupBy) and resolves each stack's frame ids
 // (cached ones from the cache). groups name the groups.
 func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, sym *Symbols) (out []stackValue, groups *groupIndex, _ *filter, _ error) {
+	marked, err := e.marked(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	var p params
 	f := buildFilter(&p, e.Tables, e.Tenant, stackRequest(r), keys)
 	groupBy := flameGroupBy(r)
 	var q string
 	if len(groupBy) == 0 {
-		q = sumsSQL(&p, e.Tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+		q = sumsSQL(&p, e.Tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, marked))
 	} else {
 		exprs, seriesCols, raw := groupExprs(&p, groupBy, keys)
-		segs := plan(r.From.Unix(), ceilSecond(r.To), f.source(len(seriesCols) > 0, raw), 1)
+		segs := plan(r.From.Unix(), ceilSecond(r.To), f.source(len(seriesCols) > 0, raw), 1, marked)
 		q = groupedSumsSQL(&p, e.Tables, e.Tenant, f, segs, exprs, seriesCols, raw)
 	}
 	rows, err := e.read(ctx, r, q, p.args)
@@ -985,13 +989,17 @@ func (e *Engine) loadFrames(ctx context.Context, q string, args []any, key label
 
 // series sums a metrics query per time bucket and group into acc.
 func (e *Engine) series(ctx context.Context, r *Request, keys map[string]bool, acc *seriesAccumulator) error {
+	marked, err := e.marked(ctx)
+	if err != nil {
+		return err
+	}
 	var p params
 	f := buildFilter(&p, e.Tables, e.Tenant, r, keys)
 	groups, seriesCols, groupRaw := groupExprs(&p, r.GroupBy, keys)
 	step := int64(r.Step / time.Second)
 	from, to := floorTo(r.From.Unix(), step), ceilSecond(r.To)
 	gauge := r.ProfileType.Gauge()
-	segs := plan(from, to, f.seriesSource(len(seriesCols) > 0, groupRaw, gauge), step)
+	segs := plan(from, to, f.seriesSource(len(seriesCols) > 0, groupRaw, gauge), step, marked)
 	q := seriesSQL(&p, e.Tables, e.Tenant, f, segs, step, groups, seriesCols, groupRaw, gauge)
 	return scanSeries(ctx, e, r, q, &p, len(groups), f.part != "", acc)
 }

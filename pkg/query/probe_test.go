@@ -36,9 +36,9 @@ func (r probeRow) Scan(dest ...any) error {
 	if r.err != nil {
 		return r.err
 	}
-	counts := []uint64{2, 2, 1} // symbol tables, placement columns, profiles table
+	counts := []uint64{2, 2, 1, 1} // symbol tables, placement columns, profiles table, the minute rollup mark
 	for i, d := range dest {
-		*d.(*uint64) = counts[i] // the probe scans three counts
+		*d.(*uint64) = counts[i] // the probe scans four counts
 	}
 	return nil
 }
@@ -88,7 +88,7 @@ func TestProbeIsReadOnceForConcurrentQueries(t *testing.T) {
 	wait()
 	require.Equal(t, int32(1), conn.reads.Load(), "one read for the prefetch and four queries")
 	for _, pr := range got {
-		require.True(t, pr.symbols && pr.placement && pr.profiles)
+		require.True(t, pr.symbols && pr.placement && pr.profiles && pr.marked)
 	}
 	e.prefetchProbe(ctx)()
 	require.Equal(t, int32(1), conn.reads.Load(), "a fresh probe is not read again")

@@ -132,13 +132,14 @@ type cachedTable struct {
 	table   *rangeTable
 }
 
-// probe is what a database has of schema versions 3 and 5.
+// probe is what a database has of schema versions 3, 5 and 7.
 type probe struct {
 	// symbols: profile_symbols and profile_executables exist; placement:
 	// profile_frames has MappingStart and MappingOffset; profiles:
-	// profile_profiles exists (version 5).
-	symbols, placement, profiles bool
-	at                           time.Time
+	// profile_profiles exists (version 5); marked: profile_samples has the
+	// minute rollup mark (version 7).
+	symbols, placement, profiles, marked bool
+	at                                   time.Time
 }
 
 // NewResolver returns a resolver holding up to maxBytes of range tables
@@ -213,8 +214,8 @@ func (r *Resolver) put(key tableKey, version int64, t *rangeTable) {
 }
 
 // probe says whether the engine's database has the symbol tables and the
-// frames' mapping placement (schema version 3) and the profiles table
-// (version 5). A database that has them all is not asked again; one
+// frames' mapping placement (schema version 3), the profiles table
+// (version 5) and the minute rollup mark (version 7). A database that has them all is not asked again; one
 // without is asked again after probeAgain. Queries that need it at the
 // same time share one read (prefetchProbe starts it early).
 func (e *Engine) probe(ctx context.Context) (probe, error) {
@@ -279,7 +280,7 @@ func (e *Engine) cachedProbe() (probe, bool) {
 
 // fresh reports whether a probe read earlier still holds.
 func (r *Resolver) fresh(pr probe) bool {
-	return pr.symbols && pr.placement && pr.profiles || r.now().Sub(pr.at) < probeAgain
+	return pr.symbols && pr.placement && pr.profiles && pr.marked || r.now().Sub(pr.at) < probeAgain
 }
 
 // prefetchProbe starts reading the probe in the background when the
@@ -305,6 +306,13 @@ func (e *Engine) prefetchProbe(ctx context.Context) (wait func()) {
 	return func() { <-done }
 }
 
+// marked says whether the raw samples carry the minute rollup mark, for
+// plan (the probe, read once a datasource has met the database).
+func (e *Engine) marked(ctx context.Context) (bool, error) {
+	pr, err := e.probe(ctx)
+	return pr.marked, err
+}
+
 // readProbe reads the probe from the database's catalog.
 func (e *Engine) readProbe(ctx context.Context) (probe, error) {
 	var p params
@@ -313,12 +321,14 @@ func (e *Engine) readProbe(ctx context.Context) (probe, error) {
 		p.str(e.Tables.Name(schema.Symbols)) + ", " + p.str(e.Tables.Name(schema.Executables)) + ")), " +
 		"(SELECT count() FROM system.columns WHERE database = " + db + " AND table = " + p.str(e.Tables.Name(schema.Frames)) +
 		" AND name IN ('MappingStart', 'MappingOffset')), " +
-		"(SELECT count() FROM system.tables WHERE database = " + db + " AND name = " + p.str(e.Tables.Name(schema.Profiles)) + ")"
-	var tables, columns, profiles uint64
-	if err := e.Conn.QueryRow(ctx, q, p.args...).Scan(&tables, &columns, &profiles); err != nil {
-		return probe{}, fmt.Errorf("look for the symbol tables: %w", err)
+		"(SELECT count() FROM system.tables WHERE database = " + db + " AND name = " + p.str(e.Tables.Name(schema.Profiles)) + "), " +
+		"(SELECT count() FROM system.columns WHERE database = " + db + " AND table = " + p.str(e.Tables.Name(schema.Samples)) +
+		" AND name = " + p.str(schema.MinuteRollupColumn) + ")"
+	var tables, columns, profiles, marked uint64
+	if err := e.Conn.QueryRow(ctx, q, p.args...).Scan(&tables, &columns, &profiles, &marked); err != nil {
+		return probe{}, fmt.Errorf("look for the schema's newer tables and columns: %w", err)
 	}
-	return probe{symbols: tables == 2, placement: columns == 2, profiles: profiles == 1, at: e.resolver().now()}, nil
+	return probe{symbols: tables == 2, placement: columns == 2, profiles: profiles == 1, marked: marked == 1, at: e.resolver().now()}, nil
 }
 
 // resolver is the engine's resolver, or a fresh one for this query.

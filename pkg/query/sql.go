@@ -314,6 +314,9 @@ func (s source) rollups() (minute, hour string) {
 type segment struct {
 	table    string
 	from, to int64 // Unix seconds, [from, to)
+	// unrolled reads only the raw rows the per-minute rollups do not hold
+	// (schema.MinuteRollupColumn): beside a minute rollup's segment.
+	unrolled bool
 }
 
 // Thresholds for reading rollups: a range shorter than these reads the
@@ -327,38 +330,44 @@ const (
 // plan splits [from, to) into segments: whole hours from the hourly
 // rollup, whole minutes from the minute rollup, the rest from the raw
 // table, so that results equal the raw table's. align > 1 is a time-series
-// step: rollups are used only when their buckets nest in it.
-func plan(from, to int64, src source, align int64) []segment {
+// step: rollups are used only when their buckets nest in it. marked says
+// the raw rows carry the minute rollup mark (schema version 7): whole
+// minutes are then read from the minute rollup plus the raw rows it does
+// not hold.
+func plan(from, to int64, src source, align int64, marked bool) []segment {
 	if src == bySample || to <= from {
-		return []segment{{schema.Samples, from, to}}
+		return []segment{{table: schema.Samples, from: from, to: to}}
 	}
 	minute, hour := src.rollups()
 	if to-from >= hourRollupAfter && nests(3600, align) {
 		hs, he := ceilTo(from, 3600), floorTo(to, 3600)
 		if he-hs >= 3600 {
-			out := planMinutes(from, hs, minute, align)
-			out = append(out, segment{hour, hs, he})
-			return append(out, planMinutes(he, to, minute, align)...)
+			out := planMinutes(from, hs, minute, align, marked)
+			out = append(out, segment{table: hour, from: hs, to: he})
+			return append(out, planMinutes(he, to, minute, align, marked)...)
 		}
 	}
-	return planMinutes(from, to, minute, align)
+	return planMinutes(from, to, minute, align, marked)
 }
 
-func planMinutes(from, to int64, minute string, align int64) []segment {
+func planMinutes(from, to int64, minute string, align int64, marked bool) []segment {
 	if to <= from {
 		return nil
 	}
 	if to-from < minuteRollupAfter || !nests(60, align) {
-		return []segment{{schema.Samples, from, to}}
+		return []segment{{table: schema.Samples, from: from, to: to}}
 	}
 	ms, me := ceilTo(from, 60), floorTo(to, 60)
 	var out []segment
 	if ms > from {
-		out = append(out, segment{schema.Samples, from, ms})
+		out = append(out, segment{table: schema.Samples, from: from, to: ms})
 	}
-	out = append(out, segment{minute, ms, me})
+	out = append(out, segment{table: minute, from: ms, to: me})
+	if marked {
+		out = append(out, segment{table: schema.Samples, from: ms, to: me, unrolled: true})
+	}
 	if to > me {
-		out = append(out, segment{schema.Samples, me, to})
+		out = append(out, segment{table: schema.Samples, from: me, to: to})
 	}
 	return out
 }
@@ -383,6 +392,11 @@ func union(p *params, tables schema.Config, f *filter, segs []segment, columns s
 	for i, s := range segs {
 		parts[i] = "SELECT " + columns + " FROM " + tables.Qualified(s.table) + " WHERE " + f.where() +
 			" AND Timestamp >= toDateTime(" + p.i64(s.from) + ") AND Timestamp < toDateTime(" + p.i64(s.to) + ")"
+		if s.unrolled {
+			// "= false", not NOT: the form the mark's minmax index is
+			// analysed for, which skips the granules of a busy service.
+			parts[i] += " AND " + schema.MinuteRollupColumn + " = false"
+		}
 	}
 	return strings.Join(parts, " UNION ALL ")
 }

@@ -28,40 +28,81 @@ func TestPlanReadsWholeHoursAndMinutesFromRollups(t *testing.T) {
 		align    int64
 		want     []segment
 	}{
-		{"under a minute: raw", base + 10, base + 50, bySeries, 1, []segment{{schema.Samples, base + 10, base + 50}}},
+		{"under a minute: raw", base + 10, base + 50, bySeries, 1, []segment{seg(schema.Samples, base+10, base+50)}},
 		{"ten minutes: minutes and raw edges", base + 10, base + 10*m, bySeries, 1, []segment{
-			{schema.Samples, base + 10, base + m}, {schema.SamplesMinute, base + m, base + 10*m},
+			seg(schema.Samples, base+10, base+m), seg(schema.SamplesMinute, base+m, base+10*m),
 		}},
-		{"per-sample filter: raw", base, base + 24*h, bySample, 1, []segment{{schema.Samples, base, base + 24*h}}},
+		{"per-sample filter: raw", base, base + 24*h, bySample, 1, []segment{seg(schema.Samples, base, base+24*h)}},
 		{"an hour, not aligned: minutes and raw edges", base + 10, base + h + 20, bySeries, 1, []segment{
-			{schema.Samples, base + 10, base + m}, {schema.SamplesMinute, base + m, base + h}, {schema.Samples, base + h, base + h + 20},
+			seg(schema.Samples, base+10, base+m), seg(schema.SamplesMinute, base+m, base+h), seg(schema.Samples, base+h, base+h+20),
 		}},
-		{"an aligned hour: the hourly rollup", base, base + h, bySeries, 1, []segment{{schema.SamplesHour, base, base + h}}},
+		{"an aligned hour: the hourly rollup", base, base + h, bySeries, 1, []segment{seg(schema.SamplesHour, base, base+h)}},
 		{"a day: hours, short edges", base - 5*m - 7, base + 24*h + 3*m + 9, bySeries, 1, []segment{
-			{schema.Samples, base - 5*m - 7, base - 5*m},
-			{schema.SamplesMinute, base - 5*m, base},
-			{schema.SamplesHour, base, base + 24*h},
-			{schema.SamplesMinute, base + 24*h, base + 24*h + 3*m},
-			{schema.Samples, base + 24*h + 3*m, base + 24*h + 3*m + 9},
+			seg(schema.Samples, base-5*m-7, base-5*m),
+			seg(schema.SamplesMinute, base-5*m, base),
+			seg(schema.SamplesHour, base, base+24*h),
+			seg(schema.SamplesMinute, base+24*h, base+24*h+3*m),
+			seg(schema.Samples, base+24*h+3*m, base+24*h+3*m+9),
 		}},
 		{"a day by service: the service rollups, raw edges", base - 50*m - 7, base + 24*h + 30*m + 9, byService, 1, []segment{
-			{schema.Samples, base - 50*m - 7, base - 50*m},
-			{schema.ServiceMinute, base - 50*m, base},
-			{schema.ServiceHour, base, base + 24*h},
-			{schema.ServiceMinute, base + 24*h, base + 24*h + 30*m},
-			{schema.Samples, base + 24*h + 30*m, base + 24*h + 30*m + 9},
+			seg(schema.Samples, base-50*m-7, base-50*m),
+			seg(schema.ServiceMinute, base-50*m, base),
+			seg(schema.ServiceHour, base, base+24*h),
+			seg(schema.ServiceMinute, base+24*h, base+24*h+30*m),
+			seg(schema.Samples, base+24*h+30*m, base+24*h+30*m+9),
 		}},
-		{"a day at a 15 s step: raw", base, base + 24*h, byService, 15, []segment{{schema.Samples, base, base + 24*h}}},
-		{"a day at a 1 min step: minutes", base, base + 24*h, bySeries, m, []segment{{schema.SamplesMinute, base, base + 24*h}}},
-		{"a day at a 1 min step by service", base, base + 24*h, byService, m, []segment{{schema.ServiceMinute, base, base + 24*h}}},
+		{"a day at a 15 s step: raw", base, base + 24*h, byService, 15, []segment{seg(schema.Samples, base, base+24*h)}},
+		{"a day at a 1 min step: minutes", base, base + 24*h, bySeries, m, []segment{seg(schema.SamplesMinute, base, base+24*h)}},
+		{"a day at a 1 min step by service", base, base + 24*h, byService, m, []segment{seg(schema.ServiceMinute, base, base+24*h)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := plan(tt.from, tt.to, tt.src, tt.align)
+			got := plan(tt.from, tt.to, tt.src, tt.align, false)
 			require.Equal(t, tt.want, got)
 			for i := 1; i < len(got); i++ {
 				require.Equal(t, got[i-1].to, got[i].from, "segments are contiguous")
 			}
+		})
+	}
+}
+
+func seg(table string, from, to int64) segment { return segment{table: table, from: from, to: to} }
+
+// unrolledSeg is the raw rows the minute rollups do not hold in a range.
+func unrolledSeg(from, to int64) segment {
+	return segment{table: schema.Samples, from: from, to: to, unrolled: true}
+}
+
+// TestPlanReadsUnrolledRowsBesideMinutes: with the minute rollup mark
+// (schema version 7) a range's whole minutes are read from the minute
+// rollup and the raw rows it does not hold; hours and edges as before.
+func TestPlanReadsUnrolledRowsBesideMinutes(t *testing.T) {
+	const h, m = 3600, 60
+	base := int64(1_800_000_000) - int64(1_800_000_000)%h
+	tests := []struct {
+		name     string
+		from, to int64
+		src      source
+		align    int64
+		want     []segment
+	}{
+		{"under a minute: raw", base + 10, base + 50, bySeries, 1, []segment{seg(schema.Samples, base+10, base+50)}},
+		{"an aligned hour: the hourly rollup alone", base, base + h, bySeries, 1, []segment{seg(schema.SamplesHour, base, base+h)}},
+		{"a day by service", base - 50*m - 7, base + 24*h + 30*m + 9, byService, 1, []segment{
+			seg(schema.Samples, base-50*m-7, base-50*m),
+			seg(schema.ServiceMinute, base-50*m, base), unrolledSeg(base-50*m, base),
+			seg(schema.ServiceHour, base, base+24*h),
+			seg(schema.ServiceMinute, base+24*h, base+24*h+30*m), unrolledSeg(base+24*h, base+24*h+30*m),
+			seg(schema.Samples, base+24*h+30*m, base+24*h+30*m+9),
+		}},
+		{"a day at a 1 min step", base, base + 24*h, bySeries, m, []segment{
+			seg(schema.SamplesMinute, base, base+24*h), unrolledSeg(base, base+24*h),
+		}},
+		{"per-sample filter: raw, all of it", base, base + 24*h, bySample, 1, []segment{seg(schema.Samples, base, base+24*h)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, plan(tt.from, tt.to, tt.src, tt.align, true))
 		})
 	}
 }
@@ -149,43 +190,43 @@ func TestGeneratedSQL(t *testing.T) {
 			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\", k8s_pod_name=~\"web-.*\", thread_name!=\"gc\", \"deployment.environment\"=\"prod\"}"}`,
 				from.Add(time.Hour))
 			f := buildFilter(p, tables, "acme", r, sampleKeys)
-			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, true))
 		}},
 		{"flame_24h_span.sql", func(p *params) string {
 			r := parse(`{"profileTypeId":"`+cpu+`","spanSelector":["00F067AA0BA902B7"],"traceId":"4BF92F3577B34DA6A3CE929D0E0E4736"}`, from.Add(24*time.Hour))
 			f := buildFilter(p, tables, "", r, nil)
-			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, true))
 		}},
 		{"flame_24h_rollups.sql", func(p *params) string {
 			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}"}`, from.Add(24*time.Hour))
 			f := buildFilter(p, tables, "", r, nil)
-			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, true))
 		}},
 		{"series_groupby.sql", func(p *params) string {
 			r := parse(`{"queryType":"metrics","profileTypeId":"`+cpu+`","groupBy":["service_name","k8s_pod_name","thread_name"]}`, from.Add(3*time.Hour))
 			f := buildFilter(p, tables, "", r, sampleKeys)
 			groups, cols, raw := groupExprs(p, r.GroupBy, sampleKeys)
 			step := int64(r.Step / time.Second)
-			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.source(len(cols) > 0, raw), step), step, groups, cols, raw, false)
+			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.source(len(cols) > 0, raw), step, true), step, groups, cols, raw, false)
 		}},
 		{"series_gauge.sql", func(p *params) string {
 			r := parse(`{"queryType":"metrics","profileTypeId":"memory:inuse_space:bytes:space:bytes","groupBy":["k8s_pod_name"]}`, from.Add(3*time.Hour))
 			f := buildFilter(p, tables, "", r, nil)
 			groups, cols, raw := groupExprs(p, r.GroupBy, nil)
 			step := int64(r.Step / time.Second)
-			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.seriesSource(len(cols) > 0, raw, true), step), step, groups, cols, raw, true)
+			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.seriesSource(len(cols) > 0, raw, true), step, true), step, groups, cols, raw, true)
 		}},
 		{"flame_function_self.sql", func(p *params) string {
 			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}","function":"regexp.Compile","functionValue":"self"}`, from.Add(time.Hour))
 			f := buildFilter(p, tables, "acme", r, nil)
-			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, true))
 		}},
 		{"flame_groupby_process.sql", func(p *params) string {
 			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{host_name=\"node-1\"}","groupBy":["process_executable_name","thread_name"]}`,
 				from.Add(time.Hour))
 			f := buildFilter(p, tables, "acme", r, sampleKeys)
 			groups, cols, raw := groupExprs(p, flameGroupBy(r), sampleKeys)
-			return groupedSumsSQL(p, tables, "acme", f, plan(r.From.Unix(), ceilSecond(r.To), f.source(len(cols) > 0, raw), 1), groups, cols, raw)
+			return groupedSumsSQL(p, tables, "acme", f, plan(r.From.Unix(), ceilSecond(r.To), f.source(len(cols) > 0, raw), 1, true), groups, cols, raw)
 		}},
 		{"flame_function_marked_self_hidden.sql", func(p *params) string {
 			// With kernel frames hidden, self is the leaf the flame graph shows (selfInGo): the SQL keeps the
@@ -193,32 +234,32 @@ func TestGeneratedSQL(t *testing.T) {
 			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}","function":"do_syscall_64 [kernel]","functionValue":"self","hideFrames":["kernel"]}`,
 				from.Add(time.Hour))
 			f := buildFilter(p, tables, "acme", stackRequest(r), nil)
-			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, true))
 		}},
 		{"flame_function_collapsed.sql", func(p *params) string {
 			r := parse(`{"profileTypeId":"`+cpu+`","function":"[native]","collapseFrames":["native"]}`, from.Add(time.Hour))
 			f := buildFilter(p, tables, "acme", stackRequest(r), nil)
-			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, true))
 		}},
 		{"series_function_ratio.sql", func(p *params) string {
 			r := parse(`{"queryType":"metrics","profileTypeId":"`+cpu+`","groupBy":["k8s_pod_name"],"function":"regexp.Compile","ratio":true}`, from.Add(3*time.Hour))
 			f := buildFilter(p, tables, "acme", r, nil)
 			groups, cols, raw := groupExprs(p, r.GroupBy, nil)
 			step := int64(r.Step / time.Second)
-			return seriesSQL(p, tables, "acme", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.source(len(cols) > 0, raw), step), step, groups, cols, raw, false)
+			return seriesSQL(p, tables, "acme", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.source(len(cols) > 0, raw), step, true), step, groups, cols, raw, false)
 		}},
 		{"series_gauge_function_ratio.sql", func(p *params) string {
 			r := parse(`{"queryType":"metrics","profileTypeId":"memory:inuse_space:bytes:space:bytes","function":"bytes.growSlice","ratio":true}`, from.Add(3*time.Hour))
 			f := buildFilter(p, tables, "", r, nil)
 			step := int64(r.Step / time.Second)
-			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.seriesSource(false, false, true), step), step, nil, nil, false, true)
+			return seriesSQL(p, tables, "", f, plan(floorTo(r.From.Unix(), step), ceilSecond(r.To), f.seriesSource(false, false, true), step, true), step, nil, nil, false, true)
 		}},
 		{"spans_trace.sql", func(p *params) string {
 			r := parse(`{"queryType":"spans","profileTypeId":"`+cpu+`","traceId":"4BF92F3577B34DA6A3CE929D0E0E4736","limit":10}`, from.Add(time.Hour))
 			r.scopeToTrace(&traceScope{table: "`otel`.`otel_traces`", traceID: r.TraceID, from: from.Unix(), to: from.Unix() + 3},
 				from.Add(time.Second).UnixNano(), from.Add(2500*time.Millisecond).UnixNano())
 			f := buildFilter(p, tables, "", r, nil)
-			return spansSQL(p, union(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), bySample, 1), "SpanId, TraceId, ServiceName, Value"), r.Limit)
+			return spansSQL(p, union(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), bySample, 1, true), "SpanId, TraceId, ServiceName, Value"), r.Limit)
 		}},
 		{"profiles.sql", func(p *params) string {
 			r := parse(`{"queryType":"profiles","profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\",k8s_pod_name=~\"api-.*\"}","limit":20}`,
@@ -233,7 +274,7 @@ func TestGeneratedSQL(t *testing.T) {
 		{"flame_series.sql", func(p *params) string {
 			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}","seriesId":"42"}`, from.Add(time.Hour))
 			f := buildFilter(p, tables, "acme", r, nil)
-			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, true))
 		}},
 		{"frame_details.sql", func(p *params) string {
 			return frameDetailsSQL(p, tables, "", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2}, true)
@@ -254,12 +295,12 @@ func TestGeneratedSQL(t *testing.T) {
 			r := parse(`{"profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}","buildId":"3b2b2455914cf52ffe4dfdd68c0b2171a7aa40c8","mappingFile":"/usr/lib/libc.so.6"}`,
 				from.Add(time.Hour))
 			f := buildFilter(p, tables, "acme", r, nil)
-			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+			return sumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, true))
 		}},
 		{"executables_sums.sql", func(p *params) string {
 			r := parse(`{"queryType":"executables","profileTypeId":"`+cpu+`","labelSelector":"{service_name=\"checkout\"}"}`, from.Add(time.Hour))
 			f := buildFilter(p, tables, "acme", r, nil)
-			return executableSumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1))
+			return executableSumsSQL(p, tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, true))
 		}},
 		{"executables_frames.sql", func(p *params) string {
 			return exeFramesSQL(p, tables, "acme", &filter{services: []string{"checkout"}}, []uint64{3, 1, 2}, true)
@@ -309,22 +350,22 @@ func TestUserTextNeverReachesTheSQL(t *testing.T) {
 		r.Matchers = mustParse(t, `{service_name=`+quote(e)+`, `+quote(e)+`=`+quote(e)+`, k8s_pod_name!=`+quote(e)+`}`)
 		f := buildFilter(&p, tables, e, r, map[string]bool{e: true})
 		groups, cols, raw := groupExprs(&p, r.GroupBy, map[string]bool{e: true})
-		q := sumsSQL(&p, tables, f, plan(0, 100_000, byService, 1)) + stacksSQL(&p, tables, e, f, nil) + framesSQL(&p, tables, e, f, nil, true) + framesOfStacksSQL(&p, tables, e, f, []uint64{1}, true) +
-			seriesSQL(&p, tables, e, f, plan(0, 100_000, f.source(len(cols) > 0, raw), 60), 60, groups, cols, raw, false) +
-			seriesSQL(&p, tables, e, f, plan(0, 100_000, bySample, 60), 60, groups, cols, raw, true) +
-			spansSQL(&p, union(&p, tables, f, plan(0, 100_000, bySample, 1), "SpanId, TraceId, ServiceName, Value"), 10) +
-			executableSumsSQL(&p, tables, f, plan(0, 100_000, byService, 1)) + exeFramesSQL(&p, tables, e, f, nil, true) +
+		q := sumsSQL(&p, tables, f, plan(0, 100_000, byService, 1, true)) + stacksSQL(&p, tables, e, f, nil) + framesSQL(&p, tables, e, f, nil, true) + framesOfStacksSQL(&p, tables, e, f, []uint64{1}, true) +
+			seriesSQL(&p, tables, e, f, plan(0, 100_000, f.source(len(cols) > 0, raw), 60, true), 60, groups, cols, raw, false) +
+			seriesSQL(&p, tables, e, f, plan(0, 100_000, bySample, 60, true), 60, groups, cols, raw, true) +
+			spansSQL(&p, union(&p, tables, f, plan(0, 100_000, bySample, 1, true), "SpanId, TraceId, ServiceName, Value"), 10) +
+			executableSumsSQL(&p, tables, f, plan(0, 100_000, byService, 1, true)) + exeFramesSQL(&p, tables, e, f, nil, true) +
 			executablesSQL(&p, tables, e, nil) + rangesSQL(&p, tables, e, nil, nil)
 		otel := &otelLayout{table: "`otel`.`otel_profiles`"}
 		q += otel.stacksSQL(&p, r, map[string]*executable{e: {buildID: e}}) + otel.executablesSQL(&p, r) + otel.exeFramesSQL(&p, r, []string{e})
-		q += groupedSumsSQL(&p, tables, e, f, plan(0, 100_000, bySample, 1), groups, cols, raw) +
+		q += groupedSumsSQL(&p, tables, e, f, plan(0, 100_000, bySample, 1, true), groups, cols, raw) +
 			functionLabelCond(&p, e+" [kernel]") + functionLabelCond(&p, "[native]")
 		r.Type = TypeProfile
 		q += otel.stacksSQL(&p, r, nil)
 		require.NotContains(t, q, e, "user text travels as parameters only")
 		r.Ratio = true
 		f = buildFilter(&p, tables, e, r, nil)
-		q = seriesSQL(&p, tables, e, f, plan(0, 100_000, bySample, 60), 60, groups, cols, raw, true) +
+		q = seriesSQL(&p, tables, e, f, plan(0, 100_000, bySample, 60, true), 60, groups, cols, raw, true) +
 			otelFunctionCond(&p, r)
 		require.NotContains(t, q, e, "user text travels as parameters only")
 	}

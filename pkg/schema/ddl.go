@@ -58,12 +58,44 @@ type rollup struct {
 	// BySeries keeps SeriesId (resource labels) in the key; without it a
 	// row sums a stack over every series of a service.
 	BySeries bool
+	// Marked rolls up only the raw rows marked InMinuteRollups (schema
+	// version 7): the per-minute rollups, which the writer leaves out
+	// where they would not merge (MinuteRollupColumn).
+	Marked bool
+}
+
+// MinuteRollupColumn is the raw samples' column that says whether the
+// per-minute rollups hold the row (schema version 7). The writer sets it
+// per insert and service; rows without it (written before version 7, or
+// by an older writer) count as held, as they were rolled up. A range's
+// whole minutes are read from the minute rollup plus the raw rows
+// without the mark, so answers are exact whatever the mix.
+const MinuteRollupColumn = "InMinuteRollups"
+
+// query is the SELECT of the rollup's materialized view over the samples
+// table (qualified): the raw rows summed per bucket and key; with where,
+// only the rows for which that column holds.
+func (r rollup) query(samples, where string) string {
+	series := ""
+	if r.BySeries {
+		series = ", SeriesId"
+	}
+	cols := []string{r.Bucket + "(Timestamp) AS Timestamp", "TenantId", "ServiceName", "ProfileType", "StackId"}
+	if r.BySeries {
+		cols = append(cols, "SeriesId")
+	}
+	cols = append(cols, "sum(Value) AS Value")
+	q := "SELECT\n    " + strings.Join(cols, ",\n    ") + "\nFROM " + samples + "\n"
+	if where != "" {
+		q += "WHERE " + QuoteIdentifier(where) + "\n"
+	}
+	return q + "GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId" + series
 }
 
 var rollups = []rollup{
-	{Table: SamplesMinute, View: SamplesMinute + "_mv", Bucket: "toStartOfMinute", Partition: "toDate(Timestamp)", Retention: "minute", BySeries: true},
+	{Table: SamplesMinute, View: SamplesMinute + "_mv", Bucket: "toStartOfMinute", Partition: "toDate(Timestamp)", Retention: "minute", BySeries: true, Marked: true},
 	{Table: SamplesHour, View: SamplesHour + "_mv", Bucket: "toStartOfHour", Partition: "toMonday(Timestamp)", Retention: "hour", BySeries: true},
-	{Table: ServiceMinute, View: ServiceMinute + "_mv", Bucket: "toStartOfMinute", Partition: "toDate(Timestamp)", Retention: "minute"},
+	{Table: ServiceMinute, View: ServiceMinute + "_mv", Bucket: "toStartOfMinute", Partition: "toDate(Timestamp)", Retention: "minute", Marked: true},
 	{Table: ServiceHour, View: ServiceHour + "_mv", Bucket: "toStartOfHour", Partition: "toMonday(Timestamp)", Retention: "hour"},
 }
 
@@ -187,6 +219,7 @@ func (c *Config) templateFuncs() template.FuncMap {
 		"ttl":         c.ttl,
 		"distributed": c.distributed,
 		"rollups":     func() []rollup { return rollups },
+		"rollupQuery": func(r rollup, where string) string { return r.query(c.qualifiedLocal(Samples), where) },
 	}
 }
 

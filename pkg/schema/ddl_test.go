@@ -62,7 +62,8 @@ func TestDDLClusterMode(t *testing.T) {
 	require.Contains(t, sql, "ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')")
 	require.Contains(t, sql, "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', LastSeen)")
 	require.Contains(t, sql, "TO `otel`.`otel_profile_samples_1m_local`")
-	require.Equal(t, strings.Count(sql, "CREATE MATERIALIZED VIEW"), strings.Count(sql, "_mv` ON CLUSTER 'flamehouse'"))
+	require.Equal(t, strings.Count(sql, "CREATE MATERIALIZED VIEW")+strings.Count(sql, "MODIFY QUERY"), strings.Count(sql, "_mv` ON CLUSTER 'flamehouse'"),
+		"every statement on a view runs on the whole cluster")
 
 	single := renderAll(t, DefaultConfig())
 	require.NotContains(t, single, "ON CLUSTER")

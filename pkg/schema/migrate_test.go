@@ -50,7 +50,7 @@ func TestMigrateCreatesEveryTable(t *testing.T) {
 
 	report, err := m.Migrate(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols", "0004_dense_columns", "0005_profiles", "0006_series_projections"}, report.Applied)
+	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols", "0004_dense_columns", "0005_profiles", "0006_series_projections", "0007_minute_rollup_marks"}, report.Applied)
 	require.Equal(t, schema.LatestVersion(), report.Version)
 	require.Empty(t, report.RetentionChanged, "tables are created with the configured TTL")
 
@@ -94,7 +94,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	require.NoError(t, conn.Exec(ctx, "TRUNCATE TABLE "+cfg.Database+".otel_profile_schema_migrations"))
 	report, err = m.Migrate(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols", "0004_dense_columns", "0005_profiles", "0006_series_projections"}, report.Applied)
+	require.Equal(t, []string{"0001_initial", "0002_rollup_dedup", "0003_symbols", "0004_dense_columns", "0005_profiles", "0006_series_projections", "0007_minute_rollup_marks"}, report.Applied)
 }
 
 func TestMigrateAppliesRetentionChanges(t *testing.T) {

@@ -288,7 +288,7 @@ func TestUpgradeToVersion6(t *testing.T) {
 		pods = append(pods, pod)
 	}
 
-	report, err := m.Migrate(ctx)
+	report, err := m.MigrateTo(ctx, 6)
 	require.NoError(t, err)
 	require.Equal(t, []string{"0005_profiles", "0006_series_projections"}, report.Applied)
 	waitForMutations(t, conn, cfg.Database)
@@ -307,4 +307,88 @@ func TestUpgradeToVersion6(t *testing.T) {
 		require.Equal(t, after.PodSums, podSumsBySeriesProjection(t, conn, cfg, table, pods), "%s: merged (the projection rebuilt)", table)
 	}
 	require.Equal(t, after, snapshot(t, conn, cfg), "merging changes no answer")
+}
+
+// TestUpgradeToVersion7 upgrades a version 4 database in place to version
+// 7: the rows written before keep counting in every rollup (the mark's
+// default), rows written after it by an older writer too, and rows a
+// version 7 writer leaves out of the per-minute rollups are in the hourly
+// ones and in the raw table, so that a minute's raw sums are its minute
+// rollup's plus its unmarked raw rows'. A query for unmarked rows skips
+// the granules of a busy service by the mark's index.
+func TestUpgradeToVersion7(t *testing.T) {
+	conn, cfg, m := atVersion(t, 4)
+	ctx := context.Background()
+	base := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	samples := cfg.Qualified(schema.Samples)
+	insert := func(service string, n int, mark string) {
+		cols, val := "", ""
+		if mark != "" {
+			cols, val = ", "+schema.MinuteRollupColumn, ", "+mark
+		}
+		require.NoError(t, conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value,
+			TraceId, SpanId, SampleAttributes%s)
+			SELECT toDateTime(%d) + intDiv(number, 20), 't1', '%s', 'process_cpu:cpu:nanoseconds:cpu:nanoseconds', cityHash64(number %% 37),
+				cityHash64(number %% 4), toInt64(1 + number %% 7), '', '', map()%s
+			FROM numbers(%d)`, samples, cols, base.Unix(), service, val, n)))
+	}
+	insert("checkout", 20*3600, "")
+	before := snapshot(t, conn, cfg)
+
+	report, err := m.Migrate(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"0005_profiles", "0006_series_projections", "0007_minute_rollup_marks"}, report.Applied)
+	waitForMutations(t, conn, cfg.Database)
+	require.Equal(t, before, snapshot(t, conn, cfg), "the upgrade changes no answer")
+
+	minuteSums := func(table, where string) map[string]int64 {
+		rows, err := conn.Query(ctx, "SELECT ServiceName, toInt64(sum(Value)) FROM "+cfg.Qualified(table)+where+" GROUP BY ServiceName")
+		require.NoError(t, err)
+		defer rows.Close()
+		out := map[string]int64{}
+		for rows.Next() {
+			var s string
+			var v int64
+			require.NoError(t, rows.Scan(&s, &v))
+			out[s] = v
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	insert("old-writer", 20*600, "")  // a writer that predates version 7
+	insert("sparse", 20*600, "false") // left out of the per-minute rollups
+	insert("busy", 20*600, "true")    // held by them
+	raw := minuteSums(schema.Samples, "")
+	unmarked := minuteSums(schema.Samples, " WHERE "+schema.MinuteRollupColumn+" = false")
+	require.Equal(t, map[string]int64{"sparse": raw["sparse"]}, unmarked)
+	for _, table := range []string{schema.SamplesMinute, schema.ServiceMinute} {
+		got := minuteSums(table, "")
+		require.NotContains(t, got, "sparse", table)
+		for service, v := range unmarked {
+			got[service] += v
+		}
+		require.Equal(t, raw, got, "%s plus the unmarked raw rows: the raw sums", table)
+	}
+	for _, table := range []string{schema.SamplesHour, schema.ServiceHour} {
+		require.Equal(t, raw, minuteSums(table, ""), "%s holds every row", table)
+	}
+
+	// The unmarked rows of the busy service: its granules, all marked, are
+	// skipped by the index, the sparse service's are read.
+	require.NoError(t, conn.Exec(ctx, "OPTIMIZE TABLE "+samples+" FINAL"))
+	plan := func(service string) string {
+		rows, err := conn.Query(ctx, "EXPLAIN indexes = 1 SELECT sum(Value) FROM "+samples+" WHERE ServiceName = '"+service+
+			"' AND "+schema.MinuteRollupColumn+" = false") // the form the index analysis reads (not NOT)
+		require.NoError(t, err)
+		defer rows.Close()
+		var lines []string
+		for rows.Next() {
+			var l string
+			require.NoError(t, rows.Scan(&l))
+			lines = append(lines, strings.TrimSpace(l))
+		}
+		return strings.Join(lines, "\n")
+	}
+	require.Contains(t, plan("checkout"), "idx_in_minute_rollups", "the mark's index is used")
+	require.Regexp(t, `idx_in_minute_rollups\n(?:.*\n)*?Granules: 0/`, plan("checkout"), "a busy service's granules are skipped")
 }

@@ -88,6 +88,14 @@ type world struct {
 // ingest's pipeline and the real writer.
 func newWorld(t testing.TB) *world {
 	t.Helper()
+	return newWorldMerging(t, writer.DefaultConfig().MinuteRollupMinMerge)
+}
+
+// newWorldMerging writes the world with a writer that puts an insert's
+// rows of a service into the per-minute rollups when they merge
+// minuteRollupMinMerge to one (1: always).
+func newWorldMerging(t testing.TB, minuteRollupMinMerge float64) *world {
+	t.Helper()
 	srv := chtest.Get(t)
 	conn := srv.Open(t)
 	tables := schema.DefaultConfig()
@@ -100,6 +108,7 @@ func newWorld(t testing.TB) *world {
 
 	cfg := writer.DefaultConfig()
 	cfg.FlushInterval = 20 * time.Millisecond
+	cfg.MinuteRollupMinMerge = minuteRollupMinMerge
 	var native writer.NativeInserter
 	if n := srv.NativeInserter(t); n != nil {
 		native = n
@@ -295,9 +304,11 @@ func TestEngineAnswersMatchTheWorkload(t *testing.T) {
 // rollups still hold every sample, while an answer that reads the raw
 // table only holds the samples of the range's partial minutes. Its time
 // series are in hours (a one-minute step reads no hour rollup: an hour's
-// bucket does not nest in it).
+// bucket does not nest in it). Every row is written into the per-minute
+// rollups here; TestUnrolledMinutesReadTheRawTable covers the rows left
+// out of them.
 func TestSplitRangesReadTheRollups(t *testing.T) {
-	w := newWorld(t)
+	w := newWorldMerging(t, 1)
 	c := w.clock
 	wholeMinutes := [2]time.Time{c.h0.Add(-44 * time.Minute), c.h0.Add(3*time.Hour + 5*time.Minute)}
 	wholeHours := [2]time.Time{c.h0, c.h0.Add(3 * time.Hour)}
@@ -322,6 +333,43 @@ func TestSplitRangesReadTheRollups(t *testing.T) {
 			requireAnswers(t, w.engine(acme), tt.selector, c.from, c.to, time.Hour, want)
 		})
 	}
+}
+
+// TestUnrolledMinutesReadTheRawTable: rows a writer leaves out of the
+// per-minute rollups (schema.MinuteRollupColumn) are read from the raw
+// table for a range's whole minutes. Written with nothing merging enough,
+// the per-minute rollups stay empty and every answer still holds every
+// sample, time series at a one-minute step (minutes only) included; the
+// hourly rollups hold every row.
+func TestUnrolledMinutesReadTheRawTable(t *testing.T) {
+	w := newWorldMerging(t, 1e9)
+	c := w.clock
+	for _, table := range []string{schema.SamplesMinute, schema.ServiceMinute} {
+		var rows uint64
+		require.NoError(t, w.conn.QueryRow(context.Background(), "SELECT count() FROM "+w.tables.Qualified(table)).Scan(&rows))
+		require.Zero(t, rows, "%s holds no row: none merged enough", table)
+	}
+	for _, selector := range []string{`{}`, `{k8s_pod_name=~".+"}`} {
+		for _, step := range []time.Duration{time.Minute, time.Hour} {
+			t.Run(selector+" "+step.String(), func(t *testing.T) {
+				want := w.oracle(acme, c.from, c.to, step, all)
+				require.Positive(t, want.sum)
+				requireAnswers(t, w.engine(acme), selector, c.from, c.to, step, want)
+			})
+		}
+	}
+}
+
+// TestDefaultWriterMixesMarkedAndUnrolledRows: the world the other tests
+// read, written with the default threshold, has rows of both kinds, so
+// their oracles check answers over a mix.
+func TestDefaultWriterMixesMarkedAndUnrolledRows(t *testing.T) {
+	w := newWorld(t)
+	var marked, unrolled uint64
+	require.NoError(t, w.conn.QueryRow(context.Background(), "SELECT countIf("+schema.MinuteRollupColumn+"), countIf(NOT "+
+		schema.MinuteRollupColumn+") FROM "+w.tables.Qualified(schema.Samples)).Scan(&marked, &unrolled))
+	require.Positive(t, marked)
+	require.Positive(t, unrolled)
 }
 
 // deleteRows deletes the rows of tables in [from, to).

@@ -65,7 +65,7 @@ func BenchmarkEncodeSamples(b *testing.B) {
 	var size int
 	b.ReportAllocs()
 	for b.Loop() {
-		size = len(encodeSamples(ps))
+		size = len(encodeSamples(ps, minuteRollupMarks(ps, DefaultConfig().MinuteRollupMinMerge)))
 	}
 	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(size)/float64(rows), "bytes/row")

@@ -190,7 +190,8 @@ func boolNum(b bool) uint64 {
 // sampleColumns are the samples table's columns, in insert order.
 // Resource attributes are not among them: they live once per series in
 // profile_series.
-const sampleColumns = "Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, TraceId, SpanId, SampleAttributes"
+const sampleColumns = "Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId, Value, TraceId, SpanId, SampleAttributes, " +
+	schema.MinuteRollupColumn
 
 var sampleColumnNames = strings.Split(sampleColumns, ", ")
 
@@ -253,10 +254,11 @@ func (w *Writer) insertSampleGroup(ctx context.Context, ps []*pending) (int, err
 		"optimize_on_insert": "0",
 	}
 	insert := "INSERT INTO " + w.tables.Qualified(schema.Samples) + " (" + sampleColumns + ")"
+	marks := minuteRollupMarks(ps, w.cfg.MinuteRollupMinMerge)
 	if w.native != nil {
-		return n, w.native.Insert(ctx, insert, settings, encodeSamples(ps))
+		return n, w.native.Insert(ctx, insert, settings, encodeSamples(ps, marks))
 	}
-	return n, w.batchSamples(ctx, insert, settings, ps, n)
+	return n, w.batchSamples(ctx, insert, settings, ps, marks)
 }
 
 // sampleWireTypes are the types clickhouse-go sends the samples as.
@@ -266,7 +268,7 @@ func (w *Writer) insertSampleGroup(ctx context.Context, ps []*pending) (int, err
 // saves the DESCRIBE round trip before every insert.
 var sampleWireTypes = func() []clickhouse.ColumnNameAndType {
 	types := []string{
-		"DateTime", "String", "String", "String", "UInt64", "UInt64", "Int64", "String", "String", "Map(String, String)",
+		"DateTime", "String", "String", "String", "UInt64", "UInt64", "Int64", "String", "String", "Map(String, String)", "Bool",
 	}
 	out := make([]clickhouse.ColumnNameAndType, len(sampleColumnNames))
 	for i, n := range sampleColumnNames {
@@ -277,7 +279,7 @@ var sampleWireTypes = func() []clickhouse.ColumnNameAndType {
 
 // batchSamples sends the samples through clickhouse-go, column by column
 // (the path for the native protocol).
-func (w *Writer) batchSamples(ctx context.Context, insert string, settings map[string]string, ps []*pending, n int) error {
+func (w *Writer) batchSamples(ctx context.Context, insert string, settings map[string]string, ps []*pending, marks []bool) error {
 	chSettings := clickhouse.Settings{}
 	for k, v := range settings {
 		chSettings[k] = v
@@ -287,12 +289,9 @@ func (w *Writer) batchSamples(ctx context.Context, insert string, settings map[s
 	if err != nil {
 		return err
 	}
-	cols := newSampleColumns(n)
-	for _, p := range ps {
-		for i := range p.batch.Samples {
-			cols.add(&p.batch.Samples[i])
-		}
-	}
+	cols := newSampleColumns(len(marks))
+	cols.marks = marks
+	eachSample(ps, cols.add)
 	for i, col := range cols.all() {
 		if err := b.Column(i).Append(col); err != nil {
 			_ = b.Abort()
@@ -331,6 +330,7 @@ type sampleColumnData struct {
 	trace  []string
 	span   []string
 	attrs  []map[string]string
+	marks  []bool
 	// lc holds TenantId, ServiceName and ProfileType.
 	lc [lcScalarFields][]string
 }
@@ -363,5 +363,5 @@ func (c *sampleColumnData) add(s *model.Sample) {
 
 // all returns the columns in sampleColumns order.
 func (c *sampleColumnData) all() []any {
-	return []any{c.ts, c.lc[0], c.lc[1], c.lc[2], c.stack, c.series, c.value, c.trace, c.span, c.attrs}
+	return []any{c.ts, c.lc[0], c.lc[1], c.lc[2], c.stack, c.series, c.value, c.trace, c.span, c.attrs, c.marks}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/flamehouse/flamehouse/pkg/ingest/model"
+	"github.com/flamehouse/flamehouse/pkg/schema"
 )
 
 // The sample insert is encoded by hand in ClickHouse's Native format
@@ -36,6 +37,7 @@ const (
 	typeInt64      = "Int64"
 	typeString     = "String"
 	typeLCMap      = "Map(LowCardinality(String), LowCardinality(String))"
+	typeBool       = "Bool"
 	lcScalarFields = 3 // TenantId, ServiceName, ProfileType
 )
 
@@ -87,17 +89,18 @@ func scalarValues(m *model.SampleMeta) [lcScalarFields]string {
 	return [lcScalarFields]string{m.Series.Tenant, m.Series.Service, m.ProfileType}
 }
 
-// encodeSamples encodes the samples of a group of requests.
-func encodeSamples(ps []*pending) []byte {
+// encodeSamples encodes the samples of a group of requests, with each
+// row's minute rollup mark (minuteRollupMarks).
+func encodeSamples(ps []*pending, marks []bool) []byte {
 	n := 0
 	for _, p := range ps {
 		n += len(p.batch.Samples)
 	}
 	e := &nativeSamples{rows: n, rowMeta: make([]uint32, 0, n)}
 	e.index(ps)
-	size := 4096 + n*(4+3*8+2*lcScalarFields+8) + len(e.keyIDs)*4
+	size := 4096 + n*(4+3*8+2*lcScalarFields+8+1) + len(e.keyIDs)*4
 	e.buf = make([]byte, 0, size)
-	e.encode(ps)
+	e.encode(ps, marks)
 	return e.buf
 }
 
@@ -137,7 +140,7 @@ func (e *nativeSamples) addMeta(m *model.SampleMeta) uint32 {
 
 // encode writes the block: column and row counts, then each column's name,
 // type, state prefix and data, in sampleColumns order.
-func (e *nativeSamples) encode(ps []*pending) {
+func (e *nativeSamples) encode(ps []*pending, marks []bool) {
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(sampleColumnNames)))
 	e.buf = binary.AppendUvarint(e.buf, uint64(e.rows))
 	e.header("Timestamp", typeDateTime)
@@ -158,6 +161,10 @@ func (e *nativeSamples) encode(ps []*pending) {
 	e.header("SpanId", typeString)
 	eachSample(ps, func(s *model.Sample) { e.appendString(s.Meta.SpanID) })
 	e.mapColumn(ps)
+	e.header(schema.MinuteRollupColumn, typeBool)
+	for _, m := range marks {
+		e.buf = append(e.buf, byte(boolNum(m)))
+	}
 }
 
 func eachSample(ps []*pending, f func(*model.Sample)) {

@@ -25,13 +25,15 @@ type storedSample struct {
 	value                        int64
 	trace, span                  string
 	attrs                        map[string]string
+	inMinuteRollups              bool
 }
 
 // TestNativeBlockRoundTrip writes rows whose columns need every encoding
 // case — no attributes at all, dictionaries beyond 256 and 65,536 entries
 // (wider indices), long and non-ASCII strings, negative values — and reads
 // back exactly what was written. A shape gives row i its service, sample
-// attributes and trace link.
+// attributes and trace link. Every row has a stack of its own, so no
+// rows merge and none is marked for the per-minute rollups.
 func TestNativeBlockRoundTrip(t *testing.T) {
 	srv := chtest.Get(t)
 	native := nativeOf(t, srv)
@@ -106,7 +108,7 @@ func readSamples(t *testing.T, conn clickhouse.Conn, tables schema.Config) []sto
 	for rows.Next() {
 		var s storedSample
 		require.NoError(t, rows.Scan(&s.ts, &s.tenant, &s.service, &s.profileType, &s.stack, &s.series, &s.value, &s.trace, &s.span,
-			&s.attrs))
+			&s.attrs, &s.inMinuteRollups))
 		s.ts = s.ts.UTC()
 		out = append(out, s)
 	}

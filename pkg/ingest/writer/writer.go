@@ -70,6 +70,12 @@ type Config struct {
 	// SymbolCacheSize bounds the ids (stacks, frames, series) remembered as
 	// written today. Default 2,000,000.
 	SymbolCacheSize int `yaml:"symbol_cache_size" mapstructure:"symbol_cache_size"`
+	// MinuteRollupMinMerge is how well an insert's rows of a service must
+	// merge into per-minute rollup rows (rows per distinct minute, stack
+	// and series) for the per-minute rollups to hold them; the others are
+	// read from the raw table (schema version 7). Default 2; 1 rolls up
+	// every row, as before version 7.
+	MinuteRollupMinMerge float64 `yaml:"minute_rollup_min_merge" mapstructure:"minute_rollup_min_merge"`
 }
 
 // DefaultConfig returns the defaults.
@@ -77,6 +83,7 @@ func DefaultConfig() Config {
 	return Config{
 		FlushInterval: 500 * time.Millisecond, MaxBatchSamples: 100_000, MinBatchSamples: 20_000, QuietInterval: 20 * time.Millisecond, MaxConcurrentWrites: 2,
 		MaxQueuedSamples: 2_000_000, RetryInitial: 100 * time.Millisecond, RetryMax: 5 * time.Second, SymbolCacheSize: 2_000_000,
+		MinuteRollupMinMerge: 2,
 	}
 }
 
@@ -88,6 +95,7 @@ func (c *Config) RegisterFlags(f *flag.FlagSet, prefix string) {
 	f.DurationVar(&c.QuietInterval, prefix+"quiet-interval", c.QuietInterval, "time without a new request after which an idle writer writes a batch of at least min-batch-samples/4 rows (0: off)")
 	f.IntVar(&c.MaxConcurrentWrites, prefix+"max-concurrent-writes", c.MaxConcurrentWrites, "writes under way at once")
 	f.IntVar(&c.MaxQueuedSamples, prefix+"max-queued-samples", c.MaxQueuedSamples, "sample rows waiting to be written before requests are refused")
+	f.Float64Var(&c.MinuteRollupMinMerge, prefix+"minute-rollup-min-merge", c.MinuteRollupMinMerge, "rows per minute rollup key an insert's rows of a service need for the per-minute rollups to hold them (1: always)")
 }
 
 // Validate reports every problem at once.
@@ -113,6 +121,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SymbolCacheSize <= 0 {
 		err = errors.Join(err, errors.New("symbol_cache_size must be positive"))
+	}
+	if !(c.MinuteRollupMinMerge >= 1) {
+		err = errors.Join(err, errors.New("minute_rollup_min_merge must be at least 1"))
 	}
 	return err
 }

@@ -581,7 +581,10 @@ func TestRequestTokenDeduplicatesRedelivery(t *testing.T) {
 	for name, native := range encoders(t, srv) {
 		t.Run(name, func(t *testing.T) {
 			tables := migrated(t, conn)
-			w := newWriter(t, conn, native, tables, func(c *Config) { c.FlushInterval = 200 * time.Millisecond })
+			w := newWriter(t, conn, native, tables, func(c *Config) {
+				c.FlushInterval = 200 * time.Millisecond
+				c.MinuteRollupMinMerge = 1 // every rollup holds every row: each is checked below
+			})
 			var want int64
 			batches := make([]*model.Batch, 4)
 			for i := range batches {
@@ -628,7 +631,9 @@ func TestConfigValidate(t *testing.T) {
 	c := DefaultConfig()
 	require.NoError(t, c.Validate())
 	c.FlushInterval, c.MaxBatchSamples, c.MaxQueuedSamples, c.RetryMax, c.SymbolCacheSize = 0, 10, 5, 0, 0
+	c.MinuteRollupMinMerge = 0.5
 	err := c.Validate()
+	require.ErrorContains(t, err, "minute_rollup_min_merge")
 	require.ErrorContains(t, err, "flush_interval")
 	require.ErrorContains(t, err, "max_queued_samples")
 	require.ErrorContains(t, err, "retry_max")

@@ -425,3 +425,38 @@ ALTER TABLE `otel`.`otel_profile_samples_1h_local` ON CLUSTER 'flamehouse'
 
 ALTER TABLE `otel`.`otel_profile_samples_1h_local` ON CLUSTER 'flamehouse'
     MATERIALIZE PROJECTION by_series;
+
+ALTER TABLE `otel`.`otel_profile_samples_local` ON CLUSTER 'flamehouse'
+    ADD COLUMN IF NOT EXISTS `InMinuteRollups` Bool DEFAULT true CODEC(ZSTD(3)),
+    ADD INDEX IF NOT EXISTS idx_in_minute_rollups InMinuteRollups TYPE minmax GRANULARITY 1;
+
+ALTER TABLE `otel`.`otel_profile_samples` ON CLUSTER 'flamehouse'
+    ADD COLUMN IF NOT EXISTS `InMinuteRollups` Bool DEFAULT true;
+
+ALTER TABLE `otel`.`otel_profile_samples_local` ON CLUSTER 'flamehouse'
+    MATERIALIZE INDEX idx_in_minute_rollups;
+
+ALTER TABLE `otel`.`otel_profile_samples_1m_mv` ON CLUSTER 'flamehouse'
+    MODIFY QUERY SELECT
+    toStartOfMinute(Timestamp) AS Timestamp,
+    TenantId,
+    ServiceName,
+    ProfileType,
+    StackId,
+    SeriesId,
+    sum(Value) AS Value
+FROM `otel`.`otel_profile_samples_local`
+WHERE `InMinuteRollups`
+GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId;
+
+ALTER TABLE `otel`.`otel_profile_service_samples_1m_mv` ON CLUSTER 'flamehouse'
+    MODIFY QUERY SELECT
+    toStartOfMinute(Timestamp) AS Timestamp,
+    TenantId,
+    ServiceName,
+    ProfileType,
+    StackId,
+    sum(Value) AS Value
+FROM `otel`.`otel_profile_samples_local`
+WHERE `InMinuteRollups`
+GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId;

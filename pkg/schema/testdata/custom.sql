@@ -362,3 +362,35 @@ ALTER TABLE `profiles`.`fh_profile_samples_1h`
 
 ALTER TABLE `profiles`.`fh_profile_samples_1h`
     MATERIALIZE PROJECTION by_series;
+
+ALTER TABLE `profiles`.`fh_profile_samples`
+    ADD COLUMN IF NOT EXISTS `InMinuteRollups` Bool DEFAULT true CODEC(ZSTD(3)),
+    ADD INDEX IF NOT EXISTS idx_in_minute_rollups InMinuteRollups TYPE minmax GRANULARITY 1;
+
+ALTER TABLE `profiles`.`fh_profile_samples`
+    MATERIALIZE INDEX idx_in_minute_rollups;
+
+ALTER TABLE `profiles`.`fh_profile_samples_1m_mv`
+    MODIFY QUERY SELECT
+    toStartOfMinute(Timestamp) AS Timestamp,
+    TenantId,
+    ServiceName,
+    ProfileType,
+    StackId,
+    SeriesId,
+    sum(Value) AS Value
+FROM `profiles`.`fh_profile_samples`
+WHERE `InMinuteRollups`
+GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId, SeriesId;
+
+ALTER TABLE `profiles`.`fh_profile_service_samples_1m_mv`
+    MODIFY QUERY SELECT
+    toStartOfMinute(Timestamp) AS Timestamp,
+    TenantId,
+    ServiceName,
+    ProfileType,
+    StackId,
+    sum(Value) AS Value
+FROM `profiles`.`fh_profile_samples`
+WHERE `InMinuteRollups`
+GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId;
