@@ -280,3 +280,21 @@ func (s *Server) NativeInserter(tb testing.TB) *chclient.NativeInserter {
 	tb.Cleanup(n.Close)
 	return n
 }
+
+// Int64sByKey runs a query whose rows are (String, Int64) — a sum per
+// service, say — and returns them as a map.
+func Int64sByKey(tb testing.TB, conn clickhouse.Conn, query string, args ...any) map[string]int64 {
+	tb.Helper()
+	rows, err := conn.Query(context.Background(), query, args...)
+	require.NoError(tb, err, query)
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var k string
+		var v int64
+		require.NoError(tb, rows.Scan(&k, &v))
+		out[k] = v
+	}
+	require.NoError(tb, rows.Err())
+	return out
+}

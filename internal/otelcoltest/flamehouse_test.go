@@ -75,24 +75,10 @@ func faultRequests(n int, start time.Time) []faultRequest {
 // samples table and from the per-minute rollup, by way of the series.
 func storedCPU(t *testing.T, conn clickhouse.Conn, db string) (samples, rollup map[string]int64) {
 	t.Helper()
-	read := func(q string) map[string]int64 {
-		rows, err := conn.Query(context.Background(), q)
-		require.NoError(t, err)
-		defer rows.Close()
-		out := map[string]int64{}
-		for rows.Next() {
-			var id string
-			var v int64
-			require.NoError(t, rows.Scan(&id, &v))
-			out[id] = v
-		}
-		require.NoError(t, rows.Err())
-		return out
-	}
 	// Resource attributes live once per series (profile_series).
 	byInstance := func(table string) map[string]int64 {
-		return read("SELECT s.ResourceAttributes['service.instance.id'] AS id, toInt64(sum(r.Value)) FROM " + db + "." + table + " AS r " +
-			"INNER JOIN (SELECT DISTINCT SeriesId, ResourceAttributes FROM " + db + ".otel_profile_series) AS s ON r.SeriesId = s.SeriesId " +
+		return chtest.Int64sByKey(t, conn, "SELECT s.ResourceAttributes['service.instance.id'] AS id, toInt64(sum(r.Value)) FROM "+db+"."+table+" AS r "+
+			"INNER JOIN (SELECT DISTINCT SeriesId, ResourceAttributes FROM "+db+".otel_profile_series) AS s ON r.SeriesId = s.SeriesId "+
 			"WHERE r.ProfileType = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds' GROUP BY id")
 	}
 	return byInstance("otel_profile_samples"), byInstance("otel_profile_samples_1m")
@@ -117,7 +103,8 @@ func TestFlamehouseExporterSurvivesSIGKILL(t *testing.T) {
 		exp := FlamehouseExporter(srv, db)
 		exp["sending_queue"] = map[string]any{"storage": "file_storage", "num_consumers": consumers, "queue_size": 5000}
 		exp["retry_on_failure"] = map[string]any{"enabled": true, "initial_interval": "100ms", "max_interval": "1s"}
-		exp["writer"] = map[string]any{"flush_interval": flush}
+		// Every row in the per-minute rollups, whose deduplication is checked below.
+		exp["writer"] = map[string]any{"flush_interval": flush, "minute_rollup_min_merge": 1}
 		return Config{
 			Extensions: map[string]any{"file_storage": map[string]any{"directory": queueDir}},
 			Exporters:  map[string]any{"flamehouse": exp},

@@ -18,16 +18,19 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
+// planCase is a range planned and the segments it is read from.
+type planCase struct {
+	name     string
+	from, to int64
+	src      source
+	align    int64
+	want     []segment
+}
+
 func TestPlanReadsWholeHoursAndMinutesFromRollups(t *testing.T) {
 	const h, m = 3600, 60
 	base := int64(1_800_000_000) - int64(1_800_000_000)%h // an hour boundary
-	tests := []struct {
-		name     string
-		from, to int64
-		src      source
-		align    int64
-		want     []segment
-	}{
+	tests := []planCase{
 		{"under a minute: raw", base + 10, base + 50, bySeries, 1, []segment{seg(schema.Samples, base+10, base+50)}},
 		{"ten minutes: minutes and raw edges", base + 10, base + 10*m, bySeries, 1, []segment{
 			seg(schema.Samples, base+10, base+m), seg(schema.SamplesMinute, base+m, base+10*m),
@@ -79,13 +82,7 @@ func unrolledSeg(from, to int64) segment {
 func TestPlanReadsUnrolledRowsBesideMinutes(t *testing.T) {
 	const h, m = 3600, 60
 	base := int64(1_800_000_000) - int64(1_800_000_000)%h
-	tests := []struct {
-		name     string
-		from, to int64
-		src      source
-		align    int64
-		want     []segment
-	}{
+	tests := []planCase{
 		{"under a minute: raw", base + 10, base + 50, bySeries, 1, []segment{seg(schema.Samples, base+10, base+50)}},
 		{"an aligned hour: the hourly rollup alone", base, base + h, bySeries, 1, []segment{seg(schema.SamplesHour, base, base+h)}},
 		{"a day by service", base - 50*m - 7, base + 24*h + 30*m + 9, byService, 1, []segment{

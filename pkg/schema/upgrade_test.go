@@ -342,18 +342,7 @@ func TestUpgradeToVersion7(t *testing.T) {
 	require.Equal(t, before, snapshot(t, conn, cfg), "the upgrade changes no answer")
 
 	minuteSums := func(table, where string) map[string]int64 {
-		rows, err := conn.Query(ctx, "SELECT ServiceName, toInt64(sum(Value)) FROM "+cfg.Qualified(table)+where+" GROUP BY ServiceName")
-		require.NoError(t, err)
-		defer rows.Close()
-		out := map[string]int64{}
-		for rows.Next() {
-			var s string
-			var v int64
-			require.NoError(t, rows.Scan(&s, &v))
-			out[s] = v
-		}
-		require.NoError(t, rows.Err())
-		return out
+		return chtest.Int64sByKey(t, conn, "SELECT ServiceName, toInt64(sum(Value)) FROM "+cfg.Qualified(table)+where+" GROUP BY ServiceName")
 	}
 	insert("old-writer", 20*600, "")  // a writer that predates version 7
 	insert("sparse", 20*600, "false") // left out of the per-minute rollups

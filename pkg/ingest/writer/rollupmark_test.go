@@ -107,18 +107,7 @@ func TestMarkedRowsAreTheMinuteRollupsRows(t *testing.T) {
 				return total
 			}
 			query := func(table, where string) map[string]int64 {
-				rows, err := conn.Query(ctx, "SELECT ServiceName, toInt64(sum(Value)) FROM "+tables.Qualified(table)+where+" GROUP BY ServiceName")
-				require.NoError(t, err)
-				defer rows.Close()
-				out := map[string]int64{}
-				for rows.Next() {
-					var s string
-					var v int64
-					require.NoError(t, rows.Scan(&s, &v))
-					out[s] = v
-				}
-				require.NoError(t, rows.Err())
-				return out
+				return chtest.Int64sByKey(t, conn, "SELECT ServiceName, toInt64(sum(Value)) FROM "+tables.Qualified(table)+where+" GROUP BY ServiceName")
 			}
 			both := map[string]int64{"busy": sumOf(busy), "sparse": sumOf(sparse)}
 			require.Equal(t, both, query(schema.Samples, ""))
