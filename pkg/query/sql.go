@@ -314,9 +314,11 @@ func (s source) rollups() (minute, hour string) {
 type segment struct {
 	table    string
 	from, to int64 // Unix seconds, [from, to)
-	// unrolled reads only the raw rows the per-minute rollups do not hold
-	// (schema.MinuteRollupColumn): beside a minute rollup's segment.
-	unrolled bool
+	// rolledFrom and rolledTo, when rolledTo > rolledFrom, are the part
+	// of a raw segment's range whose marked rows a minute rollup's segment
+	// beside it reads (schema.MinuteRollupColumn): there the raw segment
+	// reads only the unmarked rows.
+	rolledFrom, rolledTo int64
 }
 
 // Thresholds for reading rollups: a range shorter than these reads the
@@ -333,7 +335,7 @@ const (
 // step: rollups are used only when their buckets nest in it. marked says
 // the raw rows carry the minute rollup mark (schema version 7): whole
 // minutes are then read from the minute rollup plus the raw rows it does
-// not hold.
+// not hold, those with the edges.
 func plan(from, to int64, src source, align int64, marked bool) []segment {
 	if src == bySample || to <= from {
 		return []segment{{table: schema.Samples, from: from, to: to}}
@@ -358,14 +360,21 @@ func planMinutes(from, to int64, minute string, align int64, marked bool) []segm
 		return []segment{{table: schema.Samples, from: from, to: to}}
 	}
 	ms, me := ceilTo(from, 60), floorTo(to, 60)
+	if marked {
+		// One raw read for the edges and the whole minutes' unmarked rows:
+		// one statement part fewer than reading them apart, and the mark's
+		// index, which keeps the time too, skips the granules of the whole
+		// minutes that are all marked.
+		return []segment{
+			{table: schema.Samples, from: from, to: to, rolledFrom: ms, rolledTo: me},
+			{table: minute, from: ms, to: me},
+		}
+	}
 	var out []segment
 	if ms > from {
 		out = append(out, segment{table: schema.Samples, from: from, to: ms})
 	}
 	out = append(out, segment{table: minute, from: ms, to: me})
-	if marked {
-		out = append(out, segment{table: schema.Samples, from: ms, to: me, unrolled: true})
-	}
 	if to > me {
 		out = append(out, segment{table: schema.Samples, from: me, to: to})
 	}
@@ -392,13 +401,22 @@ func union(p *params, tables schema.Config, f *filter, segs []segment, columns s
 	for i, s := range segs {
 		parts[i] = "SELECT " + columns + " FROM " + tables.Qualified(s.table) + " WHERE " + f.where() +
 			" AND Timestamp >= toDateTime(" + p.i64(s.from) + ") AND Timestamp < toDateTime(" + p.i64(s.to) + ")"
-		if s.unrolled {
-			// "= false", not NOT: the form the mark's minmax index is
-			// analysed for, which skips the granules of a busy service.
-			parts[i] += " AND " + schema.MinuteRollupColumn + " = false"
+		if s.rolledTo > s.rolledFrom {
+			parts[i] += " AND " + unrolledCond(p, s)
 		}
 	}
 	return strings.Join(parts, " UNION ALL ")
+}
+
+// unrolledCond keeps a raw segment's rows that no minute rollup's segment
+// reads: outside its rolled range, or unmarked. "= false", not NOT: the
+// form the mark's minmax index is analysed for.
+func unrolledCond(p *params, s segment) string {
+	unmarked := schema.MinuteRollupColumn + " = false"
+	if s.rolledFrom <= s.from && s.rolledTo >= s.to {
+		return unmarked
+	}
+	return "(Timestamp < toDateTime(" + p.i64(s.rolledFrom) + ") OR Timestamp >= toDateTime(" + p.i64(s.rolledTo) + ") OR " + unmarked + ")"
 }
 
 // nanoTimeRange is the condition Timestamp in [from, to) (Unix seconds) on

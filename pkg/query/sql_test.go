@@ -71,29 +71,32 @@ func TestPlanReadsWholeHoursAndMinutesFromRollups(t *testing.T) {
 
 func seg(table string, from, to int64) segment { return segment{table: table, from: from, to: to} }
 
-// unrolledSeg is the raw rows the minute rollups do not hold in a range.
-func unrolledSeg(from, to int64) segment {
-	return segment{table: schema.Samples, from: from, to: to, unrolled: true}
+// rawBeside is a raw segment beside a minute rollup's, reading in
+// [rolledFrom, rolledTo) only the rows that rollup does not hold.
+func rawBeside(from, to, rolledFrom, rolledTo int64) segment {
+	return segment{table: schema.Samples, from: from, to: to, rolledFrom: rolledFrom, rolledTo: rolledTo}
 }
 
 // TestPlanReadsUnrolledRowsBesideMinutes: with the minute rollup mark
 // (schema version 7) a range's whole minutes are read from the minute
-// rollup and the raw rows it does not hold; hours and edges as before.
+// rollup and the raw rows it does not hold, in one raw read with the
+// range's edges; hours as before.
 func TestPlanReadsUnrolledRowsBesideMinutes(t *testing.T) {
 	const h, m = 3600, 60
 	base := int64(1_800_000_000) - int64(1_800_000_000)%h
 	tests := []planCase{
 		{"under a minute: raw", base + 10, base + 50, bySeries, 1, []segment{seg(schema.Samples, base+10, base+50)}},
 		{"an aligned hour: the hourly rollup alone", base, base + h, bySeries, 1, []segment{seg(schema.SamplesHour, base, base+h)}},
+		{"ten minutes: the edge with the unmarked rows, then minutes", base + 10, base + 10*m, bySeries, 1, []segment{
+			rawBeside(base+10, base+10*m, base+m, base+10*m), seg(schema.SamplesMinute, base+m, base+10*m),
+		}},
 		{"a day by service", base - 50*m - 7, base + 24*h + 30*m + 9, byService, 1, []segment{
-			seg(schema.Samples, base-50*m-7, base-50*m),
-			seg(schema.ServiceMinute, base-50*m, base), unrolledSeg(base-50*m, base),
+			rawBeside(base-50*m-7, base, base-50*m, base), seg(schema.ServiceMinute, base-50*m, base),
 			seg(schema.ServiceHour, base, base+24*h),
-			seg(schema.ServiceMinute, base+24*h, base+24*h+30*m), unrolledSeg(base+24*h, base+24*h+30*m),
-			seg(schema.Samples, base+24*h+30*m, base+24*h+30*m+9),
+			rawBeside(base+24*h, base+24*h+30*m+9, base+24*h, base+24*h+30*m), seg(schema.ServiceMinute, base+24*h, base+24*h+30*m),
 		}},
 		{"a day at a 1 min step", base, base + 24*h, bySeries, m, []segment{
-			seg(schema.SamplesMinute, base, base+24*h), unrolledSeg(base, base+24*h),
+			rawBeside(base, base+24*h, base, base+24*h), seg(schema.SamplesMinute, base, base+24*h),
 		}},
 		{"per-sample filter: raw, all of it", base, base + 24*h, bySample, 1, []segment{seg(schema.Samples, base, base+24*h)}},
 	}

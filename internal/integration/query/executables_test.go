@@ -132,3 +132,40 @@ func storeRange(t *testing.T, w *world, tenant, buildID string, start, end uint6
 	_, err := symbols.NewStore(w.tables, w.conn, native).Put(context.Background(), tenant, symbols.SourceUpload, "libnative.so", exe)
 	require.NoError(t, err)
 }
+
+// BenchmarkSmallFlameGraph measures a flame graph of a small answer, 20
+// stacks through stripped libraries over an hour: what every query costs
+// however small its answer (its statements, the executables of its native
+// frames among them), which decides the small answers of
+// docs/performance.md. warm: one datasource, its caches filled; cold: a
+// new datasource per query (nothing cached, the schema probe included).
+func BenchmarkSmallFlameGraph(b *testing.B) {
+	w := newWorld(b)
+	at := w.clock.h0.Add(30*time.Minute + 7*time.Second)
+	w.send(b, acme, nativeRequest(at, "natives", 20))
+	r := request(b, map[string]any{"queryType": query.TypeProfile, "labelSelector": `{service_name="natives"}`}, at.Add(-time.Minute), at.Add(time.Hour), time.Minute)
+	ctx := context.Background()
+	fresh := func() *query.Engine {
+		e := w.engine(acme)
+		e.Symbols = query.NewSymbols(1<<30, 1<<30)
+		return e
+	}
+	b.Run("warm", func(b *testing.B) {
+		e := fresh()
+		if _, err := e.Run(ctx, r); err != nil { // fill the caches
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := e.Run(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := fresh().Run(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

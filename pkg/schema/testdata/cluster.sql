@@ -428,7 +428,7 @@ ALTER TABLE `otel`.`otel_profile_samples_1h_local` ON CLUSTER 'flamehouse'
 
 ALTER TABLE `otel`.`otel_profile_samples_local` ON CLUSTER 'flamehouse'
     ADD COLUMN IF NOT EXISTS `InMinuteRollups` Bool DEFAULT true CODEC(ZSTD(3)),
-    ADD INDEX IF NOT EXISTS idx_in_minute_rollups InMinuteRollups TYPE minmax GRANULARITY 1;
+    ADD INDEX IF NOT EXISTS idx_in_minute_rollups (Timestamp, InMinuteRollups) TYPE minmax GRANULARITY 1;
 
 ALTER TABLE `otel`.`otel_profile_samples` ON CLUSTER 'flamehouse'
     ADD COLUMN IF NOT EXISTS `InMinuteRollups` Bool DEFAULT true;

@@ -365,7 +365,7 @@ ALTER TABLE `profiles`.`fh_profile_samples_1h`
 
 ALTER TABLE `profiles`.`fh_profile_samples`
     ADD COLUMN IF NOT EXISTS `InMinuteRollups` Bool DEFAULT true CODEC(ZSTD(3)),
-    ADD INDEX IF NOT EXISTS idx_in_minute_rollups InMinuteRollups TYPE minmax GRANULARITY 1;
+    ADD INDEX IF NOT EXISTS idx_in_minute_rollups (Timestamp, InMinuteRollups) TYPE minmax GRANULARITY 1;
 
 ALTER TABLE `profiles`.`fh_profile_samples`
     MATERIALIZE INDEX idx_in_minute_rollups;
