@@ -682,22 +682,18 @@ func (e *Engine) symbols() *Symbols {
 // grouped flame graph: flameGroupBy) and resolves each stack's frame ids
 // (cached ones from the cache). groups name the groups.
 func (e *Engine) stacks(ctx context.Context, r *Request, keys map[string]bool, sym *Symbols) (out []stackValue, groups *groupIndex, _ *filter, _ error) {
-	marked, err := e.marked(ctx)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	var p params
-	f := buildFilter(&p, e.Tables, e.Tenant, stackRequest(r), keys)
 	groupBy := flameGroupBy(r)
-	var q string
-	if len(groupBy) == 0 {
-		q = sumsSQL(&p, e.Tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, marked))
-	} else {
+	var f *filter
+	rows, err := e.readPlanned(ctx, r, func(marked bool) (string, []any) {
+		var p params
+		f = buildFilter(&p, e.Tables, e.Tenant, stackRequest(r), keys)
+		if len(groupBy) == 0 {
+			return sumsSQL(&p, e.Tables, f, plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, marked)), p.args
+		}
 		exprs, seriesCols, raw := groupExprs(&p, groupBy, keys)
 		segs := plan(r.From.Unix(), ceilSecond(r.To), f.source(len(seriesCols) > 0, raw), 1, marked)
-		q = groupedSumsSQL(&p, e.Tables, e.Tenant, f, segs, exprs, seriesCols, raw)
-	}
-	rows, err := e.read(ctx, r, q, p.args)
+		return groupedSumsSQL(&p, e.Tables, e.Tenant, f, segs, exprs, seriesCols, raw), p.args
+	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("sum samples per stack: %w", err)
 	}

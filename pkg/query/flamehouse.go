@@ -28,12 +28,12 @@ func (l *flamehouseLayout) sampleKeys(ctx context.Context, r *Request) (map[stri
 }
 
 func (l *flamehouseLayout) stacks(ctx context.Context, r *Request) ([]stackValue, *frameNames, error) {
-	defer l.e.prefetchProbe(ctx)() // beside the sample keys: the sums' plan needs it
 	keys, err := l.sampleKeys(ctx, r)
 	if err != nil {
 		return nil, nil, err
 	}
 	sym := l.e.symbols()
+	defer l.e.prefetchProbe(ctx)()
 	prefetched := l.e.prefetchExecutables(ctx, sym)
 	defer prefetched.wait()
 	stacks, groups, f, err := l.e.stacks(ctx, r, keys, sym)
@@ -117,14 +117,13 @@ func (l *flamehouseLayout) stackSums(ctx context.Context, r *Request) (*filter, 
 	if err != nil {
 		return nil, out, err
 	}
-	marked, err := e.marked(ctx)
-	if err != nil {
-		return nil, out, err
-	}
-	var p params
-	f := buildFilter(&p, e.Tables, e.Tenant, r, keys)
-	segs := plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, marked)
-	rows, err := e.read(ctx, r, executableSumsSQL(&p, e.Tables, f, segs), p.args)
+	var f *filter
+	rows, err := e.readPlanned(ctx, r, func(marked bool) (string, []any) {
+		var p params
+		f = buildFilter(&p, e.Tables, e.Tenant, r, keys)
+		segs := plan(r.From.Unix(), ceilSecond(r.To), f.source(false, false), 1, marked)
+		return executableSumsSQL(&p, e.Tables, f, segs), p.args
+	})
 	if err != nil {
 		return nil, out, fmt.Errorf("sum samples per stack: %w", err)
 	}

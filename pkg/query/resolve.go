@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/flamehouse/flamehouse/pkg/schema"
 	"github.com/flamehouse/flamehouse/pkg/symbols"
@@ -313,17 +316,44 @@ func (e *Engine) marked(ctx context.Context) (bool, error) {
 	return pr.marked, err
 }
 
+// readPlanned reads a statement that build plans with or without the
+// minute rollup mark (plan), without waiting for the probe: planned as the
+// resolver's probe says when it holds one, else with the mark — the schema
+// the ingest migrates every database to — and planned again without it
+// when ClickHouse does not know the column (a database before schema
+// version 7). A new datasource's first query so reads its sums beside the
+// probe, not after it (docs/performance.md).
+func (e *Engine) readPlanned(ctx context.Context, r *Request, build func(marked bool) (string, []any)) (rowReader, error) {
+	pr, known := e.cachedProbe()
+	q, args := build(!known || pr.marked)
+	rows, err := e.read(ctx, r, q, args)
+	if err == nil || known || !unknownIdentifier(err) {
+		return rows, err
+	}
+	q, args = build(false)
+	return e.read(ctx, r, q, args)
+}
+
+// unknownIdentifier reports ClickHouse's answer to a column a table does
+// not have.
+func unknownIdentifier(err error) bool {
+	var ex *clickhouse.Exception
+	return errors.As(err, &ex) && ex.Code == 47 // UNKNOWN_IDENTIFIER
+}
+
 // readProbe reads the probe from the database's catalog.
 func (e *Engine) readProbe(ctx context.Context) (probe, error) {
 	var p params
 	db := p.str(e.Tables.Database)
-	q := "SELECT (SELECT count() FROM system.tables WHERE database = " + db + " AND name IN (" +
-		p.str(e.Tables.Name(schema.Symbols)) + ", " + p.str(e.Tables.Name(schema.Executables)) + ")), " +
-		"(SELECT count() FROM system.columns WHERE database = " + db + " AND table = " + p.str(e.Tables.Name(schema.Frames)) +
-		" AND name IN ('MappingStart', 'MappingOffset')), " +
-		"(SELECT count() FROM system.tables WHERE database = " + db + " AND name = " + p.str(e.Tables.Name(schema.Profiles)) + "), " +
-		"(SELECT count() FROM system.columns WHERE database = " + db + " AND table = " + p.str(e.Tables.Name(schema.Samples)) +
-		" AND name = " + p.str(schema.MinuteRollupColumn) + ")"
+	symbolsTable, executablesTable, profilesTable := p.str(e.Tables.Name(schema.Symbols)), p.str(e.Tables.Name(schema.Executables)), p.str(e.Tables.Name(schema.Profiles))
+	framesTable, samplesTable := p.str(e.Tables.Name(schema.Frames)), p.str(e.Tables.Name(schema.Samples))
+	// Two catalog reads, not one per fact: each costs about a millisecond.
+	q := "SELECT t.symbols, c.placement, t.profiles, c.marked FROM " +
+		"(SELECT countIf(name IN (" + symbolsTable + ", " + executablesTable + ")) AS symbols, countIf(name = " + profilesTable + ") AS profiles FROM system.tables " +
+		"WHERE database = " + db + " AND name IN (" + symbolsTable + ", " + executablesTable + ", " + profilesTable + ")) AS t, " +
+		"(SELECT countIf(table = " + framesTable + ") AS placement, countIf(table = " + samplesTable + ") AS marked FROM system.columns " +
+		"WHERE database = " + db + " AND table IN (" + framesTable + ", " + samplesTable + ") AND (table = " + framesTable + " AND name IN ('MappingStart', 'MappingOffset') OR " +
+		"table = " + samplesTable + " AND name = " + p.str(schema.MinuteRollupColumn) + ")) AS c"
 	var tables, columns, profiles, marked uint64
 	if err := e.Conn.QueryRow(ctx, q, p.args...).Scan(&tables, &columns, &profiles, &marked); err != nil {
 		return probe{}, fmt.Errorf("look for the schema's newer tables and columns: %w", err)

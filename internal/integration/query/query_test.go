@@ -360,6 +360,27 @@ func TestUnrolledMinutesReadTheRawTable(t *testing.T) {
 	}
 }
 
+// TestAnswersOnADatabaseBeforeTheMark: a database without the minute
+// rollup mark (before schema version 7; here the world taken back to it:
+// the mark, its index and the views that read it dropped, every row having
+// been rolled up) answers a new datasource's first query — planned with
+// the mark, as the probe is not read yet, then again without it — and the
+// next ones, planned as the probe says, exactly.
+func TestAnswersOnADatabaseBeforeTheMark(t *testing.T) {
+	w := newWorldMerging(t, 1)
+	c := w.clock
+	ctx := context.Background()
+	for _, view := range []string{schema.SamplesMinute + "_mv", schema.ServiceMinute + "_mv"} {
+		require.NoError(t, w.conn.Exec(ctx, "DROP VIEW "+w.tables.Qualified(view)))
+	}
+	require.NoError(t, w.conn.Exec(ctx, "ALTER TABLE "+w.tables.Qualified(schema.Samples)+" DROP INDEX idx_in_minute_rollups, DROP COLUMN "+schema.MinuteRollupColumn))
+	e := w.engine(acme)
+	for _, selector := range []string{`{}`, `{}`, `{k8s_pod_name=~".+"}`} {
+		want := w.oracle(acme, c.from, c.to, time.Hour, all)
+		requireAnswers(t, e, selector, c.from, c.to, time.Hour, want)
+	}
+}
+
 // TestDefaultWriterMixesMarkedAndUnrolledRows: the world the other tests
 // read, written with the default threshold, has rows of both kinds, so
 // their oracles check answers over a mix.
