@@ -985,29 +985,29 @@ func (e *Engine) loadFrames(ctx context.Context, q string, args []any, key label
 
 // series sums a metrics query per time bucket and group into acc.
 func (e *Engine) series(ctx context.Context, r *Request, keys map[string]bool, acc *seriesAccumulator) error {
-	marked, err := e.marked(ctx)
-	if err != nil {
-		return err
-	}
-	var p params
-	f := buildFilter(&p, e.Tables, e.Tenant, r, keys)
-	groups, seriesCols, groupRaw := groupExprs(&p, r.GroupBy, keys)
 	step := int64(r.Step / time.Second)
 	from, to := floorTo(r.From.Unix(), step), ceilSecond(r.To)
 	gauge := r.ProfileType.Gauge()
-	segs := plan(from, to, f.seriesSource(len(seriesCols) > 0, groupRaw, gauge), step, marked)
-	q := seriesSQL(&p, e.Tables, e.Tenant, f, segs, step, groups, seriesCols, groupRaw, gauge)
-	return scanSeries(ctx, e, r, q, &p, len(groups), f.part != "", acc)
+	var f *filter
+	var groups int
+	rows, err := e.readPlanned(ctx, r, func(marked bool) (string, []any) {
+		var p params
+		f = buildFilter(&p, e.Tables, e.Tenant, r, keys)
+		exprs, seriesCols, groupRaw := groupExprs(&p, r.GroupBy, keys)
+		groups = len(exprs)
+		segs := plan(from, to, f.seriesSource(len(seriesCols) > 0, groupRaw, gauge), step, marked)
+		return seriesSQL(&p, e.Tables, e.Tenant, f, segs, step, exprs, seriesCols, groupRaw, gauge), p.args
+	})
+	if err != nil {
+		return fmt.Errorf("sum samples per interval: %w", err)
+	}
+	return scanSeries(rows, groups, f.part != "", acc)
 }
 
 // scanSeries runs a series query of (t, group labels..., value) rows, the
 // value a Float64 (bucketQuery), plus the denominator d of a ratio query
 // with a part, into acc.
-func scanSeries(ctx context.Context, e *Engine, r *Request, q string, p *params, groups int, part bool, acc *seriesAccumulator) error {
-	rows, err := e.read(ctx, r, q, p.args)
-	if err != nil {
-		return fmt.Errorf("sum samples per interval: %w", err)
-	}
+func scanSeries(rows rowReader, groups int, part bool, acc *seriesAccumulator) error {
 	defer closeRows(rows)
 	for rows.Next() {
 		var t int64

@@ -345,7 +345,11 @@ func (l *otelLayout) series(ctx context.Context, r *Request, acc *seriesAccumula
 	if r.Function != "" && r.Ratio {
 		b.part = otelFunctionCond(&p, r)
 	}
-	return scanSeries(ctx, l.e, r, b.sql(&p, step), &p, len(r.GroupBy), b.part != "", acc)
+	rows, err := l.e.read(ctx, r, b.sql(&p, step), p.args)
+	if err != nil {
+		return fmt.Errorf("sum samples per interval: %w", err)
+	}
+	return scanSeries(rows, len(r.GroupBy), b.part != "", acc)
 }
 
 // scopeWhere renders a lookup's scope.

@@ -218,8 +218,9 @@ func (r *Resolver) put(key tableKey, version int64, t *rangeTable) {
 
 // probe says whether the engine's database has the symbol tables and the
 // frames' mapping placement (schema version 3), the profiles table
-// (version 5) and the minute rollup mark (version 7). A database that has them all is not asked again; one
-// without is asked again after probeAgain. Queries that need it at the
+// (version 5) and the minute rollup mark (version 7). A database that has
+// them all is not asked again; one without is asked again after
+// probeAgain. Queries that need it at the
 // same time share one read (prefetchProbe starts it early).
 func (e *Engine) probe(ctx context.Context) (probe, error) {
 	res := e.resolver()
@@ -307,13 +308,6 @@ func (e *Engine) prefetchProbe(ctx context.Context) (wait func()) {
 		_, _ = e.probe(ctx) // an error is met again by the query that needs the probe
 	}()
 	return func() { <-done }
-}
-
-// marked says whether the raw samples carry the minute rollup mark, for
-// plan (the probe, read once a datasource has met the database).
-func (e *Engine) marked(ctx context.Context) (bool, error) {
-	pr, err := e.probe(ctx)
-	return pr.marked, err
 }
 
 // readPlanned reads a statement that build plans with or without the
