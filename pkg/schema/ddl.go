@@ -73,23 +73,19 @@ type rollup struct {
 const MinuteRollupColumn = "InMinuteRollups"
 
 // query is the SELECT of the rollup's materialized view over the samples
-// table (qualified): the raw rows summed per bucket and key; with where,
-// only the rows for which that column holds.
-func (r rollup) query(samples, where string) string {
-	series := ""
+// table (qualified): the raw rows summed per bucket and key; with marked,
+// only the rows marked MinuteRollupColumn.
+func (r rollup) query(samples string, marked bool) string {
+	keys := []string{"TenantId", "ServiceName", "ProfileType", "StackId"}
 	if r.BySeries {
-		series = ", SeriesId"
+		keys = append(keys, "SeriesId")
 	}
-	cols := []string{r.Bucket + "(Timestamp) AS Timestamp", "TenantId", "ServiceName", "ProfileType", "StackId"}
-	if r.BySeries {
-		cols = append(cols, "SeriesId")
-	}
-	cols = append(cols, "sum(Value) AS Value")
+	cols := append(append([]string{r.Bucket + "(Timestamp) AS Timestamp"}, keys...), "sum(Value) AS Value")
 	q := "SELECT\n    " + strings.Join(cols, ",\n    ") + "\nFROM " + samples + "\n"
-	if where != "" {
-		q += "WHERE " + QuoteIdentifier(where) + "\n"
+	if marked {
+		q += "WHERE " + QuoteIdentifier(MinuteRollupColumn) + "\n"
 	}
-	return q + "GROUP BY Timestamp, TenantId, ServiceName, ProfileType, StackId" + series
+	return q + "GROUP BY Timestamp, " + strings.Join(keys, ", ")
 }
 
 var rollups = []rollup{
@@ -219,7 +215,7 @@ func (c *Config) templateFuncs() template.FuncMap {
 		"ttl":         c.ttl,
 		"distributed": c.distributed,
 		"rollups":     func() []rollup { return rollups },
-		"rollupQuery": func(r rollup, where string) string { return r.query(c.qualifiedLocal(Samples), where) },
+		"rollupQuery": func(r rollup, marked bool) string { return r.query(c.qualifiedLocal(Samples), marked) },
 	}
 }
 

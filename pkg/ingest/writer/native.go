@@ -92,10 +92,7 @@ func scalarValues(m *model.SampleMeta) [lcScalarFields]string {
 // encodeSamples encodes the samples of a group of requests, with each
 // row's minute rollup mark (minuteRollupMarks).
 func encodeSamples(ps []*pending, marks []bool) []byte {
-	n := 0
-	for _, p := range ps {
-		n += len(p.batch.Samples)
-	}
+	n := len(marks) // one per row
 	e := &nativeSamples{rows: n, rowMeta: make([]uint32, 0, n)}
 	e.index(ps)
 	size := 4096 + n*(4+3*8+2*lcScalarFields+8+1) + len(e.keyIDs)*4
