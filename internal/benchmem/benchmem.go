@@ -6,7 +6,9 @@ package benchmem
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"time"
 )
@@ -65,9 +67,26 @@ func (p *Peak) Stop() (growth uint64, err error) {
 	return p.peak - p.base, p.err
 }
 
-// GoHeapInuse is this process's heap in use (runtime.MemStats.HeapInuse).
+// GoHeapInuse is this process's heap in use (runtime.MemStats.HeapInuse):
+// live objects and the garbage not yet collected, whose amount GOGC sets
+// relative to the whole process's heap.
 func GoHeapInuse() (uint64, error) {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse, nil
+}
+
+// goHeapLiveMetric is the runtime metric GoHeapLive reads.
+const goHeapLiveMetric = "/gc/heap/live:bytes"
+
+// GoHeapLive is this process's heap that the last garbage collection
+// found live (runtime/metrics /gc/heap/live:bytes): what the process
+// needs, without the garbage HeapInuse also counts.
+func GoHeapLive() (uint64, error) {
+	s := []metrics.Sample{{Name: goHeapLiveMetric}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0, fmt.Errorf("runtime metric %s is not supported", goHeapLiveMetric)
+	}
+	return s[0].Value.Uint64(), nil
 }

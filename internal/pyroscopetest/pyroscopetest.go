@@ -482,8 +482,19 @@ func (s *Server) Compact(ctx context.Context, tenant, selector string, from, to 
 }
 
 // HeapInuse is the server's Go heap in use (go_memstats_heap_inuse_bytes
-// of its /metrics).
+// of its /metrics): live objects and the garbage not yet collected.
 func (s *Server) HeapInuse(ctx context.Context) (uint64, error) {
+	return s.gauge(ctx, "go_memstats_heap_inuse_bytes")
+}
+
+// HeapLive is the server's Go heap that its last garbage collection found
+// live (go_gc_heap_live_bytes of its /metrics).
+func (s *Server) HeapLive(ctx context.Context) (uint64, error) {
+	return s.gauge(ctx, "go_gc_heap_live_bytes")
+}
+
+// gauge reads one unlabelled gauge of the server's /metrics.
+func (s *Server) gauge(ctx context.Context, name string) (uint64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.HTTPAddr+"/metrics", http.NoBody)
 	if err != nil {
 		return 0, err
@@ -496,10 +507,10 @@ func (s *Server) HeapInuse(ctx context.Context) (uint64, error) {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
-				return 0, fmt.Errorf("go_memstats_heap_inuse_bytes %q: %w", v, err)
+				return 0, fmt.Errorf("%s %q: %w", name, v, err)
 			}
 			return uint64(f), nil
 		}
@@ -507,5 +518,5 @@ func (s *Server) HeapInuse(ctx context.Context) (uint64, error) {
 	if err := sc.Err(); err != nil {
 		return 0, fmt.Errorf("read pyroscope's metrics: %w", err)
 	}
-	return 0, errors.New("pyroscope's metrics have no go_memstats_heap_inuse_bytes")
+	return 0, fmt.Errorf("pyroscope's metrics have no %s", name)
 }

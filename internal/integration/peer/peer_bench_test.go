@@ -542,19 +542,20 @@ type peerSide struct {
 	tenant string
 	blocks []pyroscopetest.Block
 
-	// heap reads the heap of the process that ingests (nil: not
-	// measured), every heapEvery while loading; settle, where the process
-	// is this one, collects its garbage, so that the heap it keeps after
-	// the load (caches of stacks, frames and series) can be told from what
-	// the requests in flight took.
-	heap      func() (uint64, error)
-	heapEvery time.Duration
-	settle    func()
+	// inuse and live read the heap of the process that ingests (nil: not
+	// measured), every heapEvery while loading: the heap in use (live
+	// objects and the garbage not yet collected, as much as GOGC lets
+	// grow over the whole process's heap) and the heap its last garbage
+	// collection found live. settle, where the process is this one,
+	// collects its garbage, so that the heap it keeps after the load
+	// (caches of stacks, frames and series) can be told from what the
+	// requests in flight took.
+	inuse, live *heapGauge
+	heapEvery   time.Duration
+	settle      func()
 
 	loadTook, optimizeTook time.Duration
-	heapGrowth             uint64 // peak heap in use while loading, above its level before
-	heapKept               uint64 // heap in use after the load (settled), above its level before
-	rows                   int64  // sample rows stored
+	rows                   int64 // sample rows stored
 	disk                   []tableDisk
 	lat                    map[string][]time.Duration
 	roots                  map[string]int64
@@ -578,7 +579,8 @@ func newOursSide(b *testing.B) *peerSide {
 	return &peerSide{
 		name: "flamehouse", addr: in.GRPCAddress(), db: tables.Database, conn: conn,
 		ds: plugintest.Instance(b, settings, nil), settings: settings,
-		heap: benchmem.GoHeapInuse, heapEvery: 20 * time.Millisecond, settle: func() { runtime.GC(); runtime.GC() },
+		inuse: &heapGauge{read: benchmem.GoHeapInuse}, live: &heapGauge{read: benchmem.GoHeapLive},
+		heapEvery: 20 * time.Millisecond, settle: func() { runtime.GC(); runtime.GC() },
 	}
 }
 
@@ -646,13 +648,57 @@ func newExporterSide(b *testing.B) *peerSide {
 func newPyroscopeSide(srv *pyroscopetest.Server, tenant string) *peerSide {
 	return &peerSide{
 		name: "pyroscope", addr: srv.HTTPAddr, pyro: srv, tenant: tenant,
-		heap: func() (uint64, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			return srv.HeapInuse(ctx)
-		},
+		inuse:     &heapGauge{read: pyroscopeGauge(srv.HeapInuse)},
+		live:      &heapGauge{read: pyroscopeGauge(srv.HeapLive)},
 		heapEvery: 200 * time.Millisecond,
 	}
+}
+
+// pyroscopeGauge reads one of the Pyroscope server's heap gauges.
+func pyroscopeGauge(read func(context.Context) (uint64, error)) func() (uint64, error) {
+	return func() (uint64, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return read(ctx)
+	}
+}
+
+// heapGauge is one reading of the ingesting process's heap and what it
+// showed during a load.
+type heapGauge struct {
+	read   func() (uint64, error)
+	peak   *benchmem.Peak
+	growth uint64 // peak while loading, above its level before
+	kept   uint64 // after the load (settled), above its level before
+}
+
+// perRequest is the peak growth while loading, less what stays after it
+// (kept: 0 where the heap cannot be settled), per request in flight, in
+// multiples of the mean request (NaN when not measured).
+func (g *heapGauge) perRequest(l *peerLoad, senders int) float64 {
+	if g == nil {
+		return nan
+	}
+	return float64(g.growth-min(g.growth, g.kept)) / (float64(senders) * l.meanBody())
+}
+
+// growthMB is the peak growth in MB (NaN when not measured).
+func (g *heapGauge) growthMB() float64 {
+	if g == nil {
+		return nan
+	}
+	return float64(g.growth) / 1e6
+}
+
+// gauges are the side's heap gauges that are measured.
+func (s *peerSide) gauges() []*heapGauge {
+	var gs []*heapGauge
+	for _, g := range []*heapGauge{s.inuse, s.live} {
+		if g != nil {
+			gs = append(gs, g)
+		}
+	}
+	return gs
 }
 
 // load sends every request with senders in flight and times it until the
@@ -665,10 +711,11 @@ func (s *peerSide) load(b *testing.B, l *peerLoad, senders int) {
 	defer func() { _ = cc.Close() }()
 	ctx, cancel := context.WithCancel(pyroscopetest.OutgoingTenant(context.Background(), s.tenant))
 	defer cancel()
-	var peak *benchmem.Peak
-	if s.heap != nil {
+	if len(s.gauges()) > 0 {
 		runtime.GC()
-		peak, err = benchmem.Start(s.heap, s.heapEvery)
+	}
+	for _, g := range s.gauges() {
+		g.peak, err = benchmem.Start(g.read, s.heapEvery)
 		require.NoError(b, err, "%s: read the heap", s.name)
 	}
 	t0 := time.Now()
@@ -694,14 +741,16 @@ func (s *peerSide) load(b *testing.B, l *peerLoad, senders int) {
 		require.NoError(b, err, "%s: export", s.name)
 	}
 	require.NoError(b, release())
-	if peak != nil {
-		s.heapGrowth, err = peak.Stop()
+	for _, g := range s.gauges() {
+		g.growth, err = g.peak.Stop()
 		require.NoError(b, err, "%s: read the heap", s.name)
-		if s.settle != nil {
-			s.settle()
-			after, err := s.heap()
+	}
+	if s.settle != nil {
+		s.settle()
+		for _, g := range s.gauges() {
+			after, err := g.read()
 			require.NoError(b, err, "%s: read the heap", s.name)
-			s.heapKept = after - min(after, peak.Base())
+			g.kept = after - min(after, g.peak.Base())
 		}
 	}
 }
@@ -1007,14 +1056,4 @@ func (s *peerSide) p50(name string) float64 {
 // acknowledgement.
 func (s *peerSide) throughput(l *peerLoad) float64 {
 	return float64(l.events) / s.loadTook.Seconds()
-}
-
-// heapPerRequest is the peak heap growth while loading, less what stays
-// after it (heapKept: 0 where the heap cannot be settled), per request in
-// flight, in multiples of the mean request (NaN when not measured).
-func (s *peerSide) heapPerRequest(l *peerLoad, senders int) float64 {
-	if s.heap == nil {
-		return nan
-	}
-	return float64(s.heapGrowth-min(s.heapGrowth, s.heapKept)) / (float64(senders) * l.meanBody())
 }

@@ -74,9 +74,10 @@ func (r *peerReport) metrics(b *testing.B) {
 		b.ReportMetric(p.ours.throughput(p.load)/p.pyroscope.throughput(p.load), p.w.name+"-flamehouse/pyroscope-events")
 		b.ReportMetric(p.collector.throughput(p.load)/p.exporter.throughput(p.load), p.w.name+"-collector/exporter-events")
 		b.ReportMetric(p.collector.throughput(p.load)/p.ours.throughput(p.load), p.w.name+"-collector/flamehouse-events")
-		b.ReportMetric(p.ours.heapPerRequest(p.load, p.w.senders), p.w.name+"-flamehouse-peak-heap/request")
-		if p.pyroscope.heapGrowth > 0 {
-			b.ReportMetric(float64(p.ours.heapGrowth)/float64(p.pyroscope.heapGrowth), p.w.name+"-flamehouse/pyroscope-peak-heap")
+		b.ReportMetric(p.ours.inuse.perRequest(p.load, p.w.senders), p.w.name+"-flamehouse-peak-heap/request")
+		b.ReportMetric(p.ours.live.perRequest(p.load, p.w.senders), p.w.name+"-flamehouse-peak-live-heap/request")
+		if p.pyroscope.inuse.growth > 0 {
+			b.ReportMetric(float64(p.ours.inuse.growth)/float64(p.pyroscope.inuse.growth), p.w.name+"-flamehouse/pyroscope-peak-heap")
 		}
 		b.ReportMetric(events, p.w.name+"-events")
 		b.ReportMetric(float64(p.load.samples), p.w.name+"-exporter-rows")
@@ -100,6 +101,7 @@ func (r *peerReport) String() string {
 	fmt.Fprintf(&sb, "loading: %d requests in flight on each path, one path at a time; fresh databases and a Pyroscope tenant per phase\n", first.senders)
 	fmt.Fprintf(&sb, "queries: p50 of %d runs, max-nodes %d; cold: a new datasource (an empty symbol cache), the first run (Pyroscope)\n", first.runs, peerMaxNodes)
 	fmt.Fprintf(&sb, "peak heap per request in flight: the peak growth while loading less what stays after the load (flamehouse; pyroscope's cannot be settled), over requests in flight × their mean size\n")
+	fmt.Fprintf(&sb, "heap: in use (live objects and garbage not yet collected; Go's HeapInuse, pyroscope's go_memstats_heap_inuse_bytes); live: what the last garbage collection found live (/gc/heap/live:bytes, go_gc_heap_live_bytes)\n")
 	fmt.Fprintf(&sb, "acknowledged: flamehouse, collector, exporter: rows committed to ClickHouse; pyroscope: segment in its object store, metadata in its metastore\n")
 	for _, p := range r.phases {
 		p.table(&sb)
@@ -136,9 +138,11 @@ func (p *peerPhase) table(sb *strings.Builder) {
 	row("bytes on disk per event", perEvent(o), perEvent(c), perEvent(e), perEvent(y))
 	row("ingest: load time (s)", o.loadTook.Seconds(), c.loadTook.Seconds(), e.loadTook.Seconds(), y.loadTook.Seconds())
 	row("ingest: events/s until acked", o.throughput(l), c.throughput(l), e.throughput(l), y.throughput(l))
-	row("ingest: peak heap per request in flight", o.heapPerRequest(l, w.senders), nan, nan, y.heapPerRequest(l, w.senders))
-	row("ingest: peak heap growth (MB)", float64(o.heapGrowth)/1e6, nan, nan, float64(y.heapGrowth)/1e6)
-	row("ingest: heap kept after the load (MB)", float64(o.heapKept)/1e6, nan, nan, nan)
+	row("ingest: peak heap per request in flight", o.inuse.perRequest(l, w.senders), nan, nan, y.inuse.perRequest(l, w.senders))
+	row("ingest: peak heap growth (MB)", o.inuse.growthMB(), nan, nan, y.inuse.growthMB())
+	row("ingest: heap kept after the load (MB)", float64(o.inuse.kept)/1e6, nan, nan, nan)
+	row("ingest: peak live heap per request in flight", o.live.perRequest(l, w.senders), nan, nan, y.live.perRequest(l, w.senders))
+	row("ingest: peak live heap growth (MB)", o.live.growthMB(), nan, nan, y.live.growthMB())
 	row("merge: OPTIMIZE FINAL, compaction (s)", o.optimizeTook.Seconds(), c.optimizeTook.Seconds(), e.optimizeTook.Seconds(), y.optimizeTook.Seconds())
 	measured := func(s *peerSide, name string) float64 {
 		if s.lat == nil {
@@ -216,11 +220,15 @@ func (p *peerPhase) targets(sb *strings.Builder) {
 		core/perEvent(y), boundVerdict(core/perEvent(y)))
 	target("bytes/event ÷ the exporter's (≤ 1)", perEvent(o)/perEvent(e), targetBytesVsExporter, true)
 	target("ingest events/s ÷ pyroscope's (≥ 2)", o.throughput(l)/y.throughput(l), targetEventsVsPyroscope, false)
-	target("ingest peak heap per request in flight ÷ its size (≤ 6)", o.heapPerRequest(l, w.senders), targetHeapPerRequest, true)
-	if y.heapGrowth > 0 {
-		target("(proposed) ingest peak heap growth ÷ pyroscope's (≤ 0.5)", float64(o.heapGrowth)/float64(y.heapGrowth), proposedHeapVsPyroscope, true)
+	target("ingest peak heap per request in flight ÷ its size (≤ 6)", o.inuse.perRequest(l, w.senders), targetHeapPerRequest, true)
+	target("ingest peak live heap per request in flight ÷ its size (≤ 6)", o.live.perRequest(l, w.senders), targetHeapPerRequest, true)
+	if y.inuse.growth > 0 {
+		target("(proposed) ingest peak heap growth ÷ pyroscope's (≤ 0.5)", float64(o.inuse.growth)/float64(y.inuse.growth), proposedHeapVsPyroscope, true)
 	} else { // its heap sampled every 200 ms may show no growth in a short load
 		fmt.Fprintf(sb, "  %-62s %8s  no ratio: pyroscope's sampled heap did not grow\n", "(proposed) ingest peak heap growth ÷ pyroscope's (≤ 0.5)", "-")
+	}
+	if y.live.growth > 0 {
+		fmt.Fprintf(sb, "  %-62s %8.3f\n", "(for comparison) ingest peak live heap growth ÷ pyroscope's", float64(o.live.growth)/float64(y.live.growth))
 	}
 	var names []string
 	for _, q := range w.queries() {
