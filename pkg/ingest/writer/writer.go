@@ -151,6 +151,9 @@ type pending struct {
 	added time.Time
 	// token names the group this request leads across write attempts.
 	token string
+	// held are the queued stacks and frames the request holds until it is
+	// answered (queuedSymbols).
+	held heldSymbols
 }
 
 // Writer writes batches to ClickHouse.
@@ -161,6 +164,8 @@ type Writer struct {
 	log     *slog.Logger
 	metrics *metrics
 	cache   *symbolCache
+	// queuedSymbols shares the stacks and frames of queued requests.
+	queuedSymbols *queuedSymbols
 	// native sends sample inserts encoded here (nil: through conn).
 	native NativeInserter
 	in     chan *pending
@@ -194,7 +199,7 @@ func New(cfg Config, tables schema.Config, conn clickhouse.Conn, native NativeIn
 		return nil, err
 	}
 	w := &Writer{
-		cfg: cfg, tables: tables, conn: conn, native: native, log: log, metrics: m, cache: newSymbolCache(cfg.SymbolCacheSize),
+		cfg: cfg, tables: tables, conn: conn, native: native, log: log, metrics: m, cache: newSymbolCache(cfg.SymbolCacheSize), queuedSymbols: newQueuedSymbols(),
 		in: make(chan *pending, 1024), stopped: make(chan struct{}), now: time.Now, tracer: selftrace.Tracer(tracerScope, opts...),
 	}
 	go w.loop()
@@ -208,7 +213,7 @@ func (w *Writer) Write(ctx context.Context, b *model.Batch) error {
 	if rows == 0 && len(b.Series) == 0 {
 		return nil
 	}
-	w.dropKnownSymbols(b)
+	held := w.dropKnownSymbols(b)
 	if b.ReleaseSymbols != nil { // the batch now holds copies of the symbols it writes
 		b.ReleaseSymbols()
 		b.ReleaseSymbols = nil
@@ -217,15 +222,17 @@ func (w *Writer) Write(ctx context.Context, b *model.Batch) error {
 	switch {
 	case w.closed:
 		w.mu.Unlock()
+		w.queuedSymbols.release(held)
 		return ErrClosed
 	case w.queued+rows > w.cfg.MaxQueuedSamples && w.queued > 0:
 		w.mu.Unlock()
+		w.queuedSymbols.release(held)
 		w.metrics.refused.Inc()
 		return ErrQueueFull
 	}
 	w.queued += rows
 	w.metrics.queue.Set(float64(w.queued))
-	p := &pending{ctx: ctx, batch: b, done: make(chan error, 1), added: w.now()}
+	p := &pending{ctx: ctx, batch: b, held: held, done: make(chan error, 1), added: w.now()}
 	w.in <- p // under the lock, so that Close cannot close the channel in between
 	w.mu.Unlock()
 
@@ -240,12 +247,16 @@ func (w *Writer) Write(ctx context.Context, b *model.Batch) error {
 }
 
 // dropKnownSymbols removes the stacks and frames already written today
-// from a batch and copies the rest out of the converter's arrays, so that
-// a queued request holds little more than its sample rows and payload.
-// (A symbol cached today is committed: samples may refer to it.)
-func (w *Writer) dropKnownSymbols(b *model.Batch) {
+// from a batch and replaces the rest with the queued copies (w.queued
+// Symbols; copied out of the converter's arrays where no queued request
+// holds one), so that a queued request holds little more than its sample
+// rows and payload. The caller releases what it returns once the request
+// is answered. (A symbol cached today is committed: samples may refer to
+// it.)
+func (w *Writer) dropKnownSymbols(b *model.Batch) heldSymbols {
 	day := int32(w.now().Unix() / 86400)
-	var keys []uint64
+	var held heldSymbols
+	var keys, unknownKeys []uint64
 	var known []bool
 	check := func(n int, key func(i int) uint64) []bool {
 		keys, known = keys[:0], slices.Grow(known[:0], n)[:n]
@@ -253,41 +264,33 @@ func (w *Writer) dropKnownSymbols(b *model.Batch) {
 			keys = append(keys, key(i))
 		}
 		w.cache.known(keys, day, known)
+		unknownKeys = unknownKeys[:0]
+		for i, k := range keys {
+			if !known[i] {
+				unknownKeys = append(unknownKeys, k)
+			}
+		}
 		return known
 	}
 	for svc, sym := range b.Symbols {
 		isKnown := check(len(sym.Stacks), func(i int) uint64 { return cacheKey(kindStack, svc.Tenant, svc.Service, sym.Stacks[i].ID) })
-		stacks := make([]model.Stack, 0, len(sym.Stacks)-countTrue(isKnown))
-		var ids []uint64
+		stacks := make([]model.Stack, 0, len(unknownKeys))
 		for i := range sym.Stacks {
 			if !isKnown[i] {
-				start := len(ids)
-				ids = append(ids, sym.Stacks[i].FrameIDs...)
-				stacks = append(stacks, model.Stack{ID: sym.Stacks[i].ID, FrameIDs: ids[start:len(ids):len(ids)]})
+				stacks = append(stacks, sym.Stacks[i])
 			}
 		}
+		sym.Stacks = w.queuedSymbols.holdStacks(stacks, unknownKeys, &held)
 		isKnown = check(len(sym.Frames), func(i int) uint64 { return cacheKey(kindFrame, svc.Tenant, svc.Service, sym.Frames[i].ID) })
-		frames := make([]model.Frame, 0, len(sym.Frames)-countTrue(isKnown))
+		frames := make([]*model.Frame, 0, len(unknownKeys))
 		for i, f := range sym.Frames {
 			if !isKnown[i] {
-				frames = append(frames, *f)
+				frames = append(frames, f)
 			}
 		}
-		sym.Stacks, sym.Frames = stacks, make([]*model.Frame, len(frames))
-		for i := range frames {
-			sym.Frames[i] = &frames[i]
-		}
+		sym.Frames = w.queuedSymbols.holdFrames(frames, unknownKeys, &held)
 	}
-}
-
-func countTrue(bs []bool) int {
-	n := 0
-	for _, b := range bs {
-		if b {
-			n++
-		}
-	}
-	return n
+	return held
 }
 
 // queuedRows reports the sample rows accepted and not yet answered.
@@ -310,6 +313,8 @@ func (w *Writer) answer(ps []*pending, err error) {
 	w.metrics.queue.Set(float64(w.queued))
 	w.mu.Unlock()
 	for _, p := range ps {
+		w.queuedSymbols.release(p.held)
+		p.held = heldSymbols{}
 		p.done <- err
 	}
 }

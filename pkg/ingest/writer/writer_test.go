@@ -351,6 +351,8 @@ func TestWriteCombinesConcurrentRequestsAndWritesSymbolsOnce(t *testing.T) {
 	require.NoError(t, conn.QueryRow(context.Background(), "SELECT count() FROM system.parts WHERE database = ? AND table = ?",
 		tables.Database, tables.Name(schema.Samples)).Scan(&parts))
 	require.Less(t, parts, uint64(requests), "requests were combined into fewer inserts")
+	stacks, queuedFrames := w.queuedSymbols.size()
+	require.Zero(t, stacks+queuedFrames, "answered requests hold no queued symbols")
 }
 
 func TestWriteRefusesWhenQueueIsFull(t *testing.T) {
@@ -385,6 +387,8 @@ func TestWriteRefusesWhenQueueIsFull(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded, "ClickHouse unreachable: a retryable write error or the sender's deadline")
 	}
 	require.Zero(t, w.queuedRows(), "queue space is returned")
+	stacks, frames := w.queuedSymbols.size()
+	require.Zero(t, stacks+frames, "refused and failed requests hold no queued symbols")
 }
 
 func TestWriteRetriesUntilClickHouseIsBack(t *testing.T) {
