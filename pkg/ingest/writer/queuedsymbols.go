@@ -118,6 +118,11 @@ func (q *queuedSymbols) release(held heldSymbols) {
 			}
 		}
 	}
+	// A map keeps the room it grew to; once a burst is over and nothing
+	// is held, new maps give that room back.
+	if len(q.stacks) == 0 && len(q.frames) == 0 {
+		q.stacks, q.frames = map[uint64]*queuedStack{}, map[uint64]*queuedFrame{}
+	}
 }
 
 // size is the number of queued stacks and frames.
