@@ -38,22 +38,26 @@ func newQueuedSymbols() *queuedSymbols {
 	return &queuedSymbols{frames: map[uint64]*queuedFrame{}, stacks: map[uint64]*queuedStack{}}
 }
 
-// holdStacks returns the stacks of one service with shared frame ids:
-// each stack's ids are those of the queued copy when a queued request
-// holds one, else a copy made here (one array for the batch). keys are
-// the stacks' cache keys; held gains them.
-func (q *queuedSymbols) holdStacks(stacks []model.Stack, keys []uint64, held *heldSymbols) []model.Stack {
-	out := make([]model.Stack, len(stacks))
+// holdStacks returns the stacks of one service that are not known
+// written (known[i] false), with shared frame ids: each stack's ids are
+// those of the queued copy when a queued request holds one, else a copy
+// made here (one array for the batch). keys are the stacks' cache keys;
+// held gains those of the stacks returned.
+func (q *queuedSymbols) holdStacks(stacks []model.Stack, keys []uint64, known []bool, held *heldSymbols) []model.Stack {
+	out := make([]model.Stack, 0, len(stacks)-countTrue(known))
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := 0
 	for i, st := range stacks {
-		if q.stacks[keys[i]] == nil {
+		if !known[i] && q.stacks[keys[i]] == nil {
 			n += len(st.FrameIDs)
 		}
 	}
 	fresh := make([]uint64, 0, n) // the new stacks' ids, copied once
 	for i, st := range stacks {
+		if known[i] {
+			continue
+		}
 		e := q.stacks[keys[i]]
 		if e == nil {
 			start := len(fresh)
@@ -62,21 +66,21 @@ func (q *queuedSymbols) holdStacks(stacks []model.Stack, keys []uint64, held *he
 			q.stacks[keys[i]] = e
 		}
 		e.refs++
-		out[i] = model.Stack{ID: st.ID, FrameIDs: e.frameIDs}
+		out = append(out, model.Stack{ID: st.ID, FrameIDs: e.frameIDs})
+		held.stacks = append(held.stacks, keys[i])
 	}
-	held.stacks = append(held.stacks, keys...)
 	return out
 }
 
-// holdFrames is holdStacks for frames: the queued copy of each frame, or
-// a copy made here.
-func (q *queuedSymbols) holdFrames(frames []*model.Frame, keys []uint64, held *heldSymbols) []*model.Frame {
-	out := make([]*model.Frame, len(frames))
+// holdFrames is holdStacks for frames: the queued copy of each frame not
+// known written, or a copy made here.
+func (q *queuedSymbols) holdFrames(frames []*model.Frame, keys []uint64, known []bool, held *heldSymbols) []*model.Frame {
+	out := make([]*model.Frame, 0, len(frames)-countTrue(known))
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := 0
 	for i := range frames {
-		if q.frames[keys[i]] == nil {
+		if !known[i] && q.frames[keys[i]] == nil {
 			n++
 		}
 	}
@@ -84,6 +88,9 @@ func (q *queuedSymbols) holdFrames(frames []*model.Frame, keys []uint64, held *h
 	// entries point into it.
 	fresh := make([]model.Frame, 0, n)
 	for i, f := range frames {
+		if known[i] {
+			continue
+		}
 		e := q.frames[keys[i]]
 		if e == nil {
 			fresh = append(fresh, *f)
@@ -91,10 +98,20 @@ func (q *queuedSymbols) holdFrames(frames []*model.Frame, keys []uint64, held *h
 			q.frames[keys[i]] = e
 		}
 		e.refs++
-		out[i] = e.frame
+		out = append(out, e.frame)
+		held.frames = append(held.frames, keys[i])
 	}
-	held.frames = append(held.frames, keys...)
 	return out
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // release drops a request's holds; entries no request holds go.

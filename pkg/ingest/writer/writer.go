@@ -247,48 +247,29 @@ func (w *Writer) Write(ctx context.Context, b *model.Batch) error {
 }
 
 // dropKnownSymbols removes the stacks and frames already written today
-// from a batch and replaces the rest with the queued copies (w.queued
-// Symbols; copied out of the converter's arrays where no queued request
-// holds one), so that a queued request holds little more than its sample
-// rows and payload. The caller releases what it returns once the request
-// is answered. (A symbol cached today is committed: samples may refer to
-// it.)
+// from a batch and replaces the rest with the queued copies (see
+// queuedSymbols: copied out of the converter's arrays where no queued
+// request holds one), so that a queued request holds little more than
+// its sample rows and payload. The caller releases what it returns once
+// the request is answered. (A symbol cached today is committed: samples
+// may refer to it.)
 func (w *Writer) dropKnownSymbols(b *model.Batch) heldSymbols {
 	day := int32(w.now().Unix() / 86400)
 	var held heldSymbols
-	var keys, unknownKeys []uint64
+	var keys []uint64
 	var known []bool
-	check := func(n int, key func(i int) uint64) []bool {
+	check := func(n int, key func(i int) uint64) {
 		keys, known = keys[:0], slices.Grow(known[:0], n)[:n]
 		for i := range n {
 			keys = append(keys, key(i))
 		}
 		w.cache.known(keys, day, known)
-		unknownKeys = unknownKeys[:0]
-		for i, k := range keys {
-			if !known[i] {
-				unknownKeys = append(unknownKeys, k)
-			}
-		}
-		return known
 	}
 	for svc, sym := range b.Symbols {
-		isKnown := check(len(sym.Stacks), func(i int) uint64 { return cacheKey(kindStack, svc.Tenant, svc.Service, sym.Stacks[i].ID) })
-		stacks := make([]model.Stack, 0, len(unknownKeys))
-		for i := range sym.Stacks {
-			if !isKnown[i] {
-				stacks = append(stacks, sym.Stacks[i])
-			}
-		}
-		sym.Stacks = w.queuedSymbols.holdStacks(stacks, unknownKeys, &held)
-		isKnown = check(len(sym.Frames), func(i int) uint64 { return cacheKey(kindFrame, svc.Tenant, svc.Service, sym.Frames[i].ID) })
-		frames := make([]*model.Frame, 0, len(unknownKeys))
-		for i, f := range sym.Frames {
-			if !isKnown[i] {
-				frames = append(frames, f)
-			}
-		}
-		sym.Frames = w.queuedSymbols.holdFrames(frames, unknownKeys, &held)
+		check(len(sym.Stacks), func(i int) uint64 { return cacheKey(kindStack, svc.Tenant, svc.Service, sym.Stacks[i].ID) })
+		sym.Stacks = w.queuedSymbols.holdStacks(sym.Stacks, keys, known, &held)
+		check(len(sym.Frames), func(i int) uint64 { return cacheKey(kindFrame, svc.Tenant, svc.Service, sym.Frames[i].ID) })
+		sym.Frames = w.queuedSymbols.holdFrames(sym.Frames, keys, known, &held)
 	}
 	return held
 }
