@@ -75,7 +75,9 @@ func (r *peerReport) metrics(b *testing.B) {
 		b.ReportMetric(p.collector.throughput(p.load)/p.exporter.throughput(p.load), p.w.name+"-collector/exporter-events")
 		b.ReportMetric(p.collector.throughput(p.load)/p.ours.throughput(p.load), p.w.name+"-collector/flamehouse-events")
 		b.ReportMetric(p.ours.inuse.perRequest(p.load, p.w.senders), p.w.name+"-flamehouse-peak-heap/request")
-		b.ReportMetric(p.ours.live.perRequest(p.load, p.w.senders), p.w.name+"-flamehouse-peak-live-heap/request")
+		if p.ours.live.growth > 0 {
+			b.ReportMetric(p.ours.live.perRequest(p.load, p.w.senders), p.w.name+"-flamehouse-peak-live-heap/request")
+		}
 		if p.pyroscope.inuse.growth > 0 {
 			b.ReportMetric(float64(p.ours.inuse.growth)/float64(p.pyroscope.inuse.growth), p.w.name+"-flamehouse/pyroscope-peak-heap")
 		}
@@ -221,13 +223,17 @@ func (p *peerPhase) targets(sb *strings.Builder) {
 	target("bytes/event ÷ the exporter's (≤ 1)", perEvent(o)/perEvent(e), targetBytesVsExporter, true)
 	target("ingest events/s ÷ pyroscope's (≥ 2)", o.throughput(l)/y.throughput(l), targetEventsVsPyroscope, false)
 	target("ingest peak heap per request in flight ÷ its size (≤ 6)", o.inuse.perRequest(l, w.senders), targetHeapPerRequest, true)
-	target("ingest peak live heap per request in flight ÷ its size (≤ 6)", o.live.perRequest(l, w.senders), targetHeapPerRequest, true)
+	if o.live.growth > 0 {
+		target("ingest peak live heap per request in flight ÷ its size (≤ 6)", o.live.perRequest(l, w.senders), targetHeapPerRequest, true)
+	} else { // the live heap changes when a collection ends; a short load may see none
+		fmt.Fprintf(sb, "  %-62s %8s  not measured: no garbage collection ended while loading\n", "ingest peak live heap per request in flight ÷ its size (≤ 6)", "-")
+	}
 	if y.inuse.growth > 0 {
 		target("(proposed) ingest peak heap growth ÷ pyroscope's (≤ 0.5)", float64(o.inuse.growth)/float64(y.inuse.growth), proposedHeapVsPyroscope, true)
 	} else { // its heap sampled every 200 ms may show no growth in a short load
 		fmt.Fprintf(sb, "  %-62s %8s  no ratio: pyroscope's sampled heap did not grow\n", "(proposed) ingest peak heap growth ÷ pyroscope's (≤ 0.5)", "-")
 	}
-	if y.live.growth > 0 {
+	if o.live.growth > 0 && y.live.growth > 0 {
 		fmt.Fprintf(sb, "  %-62s %8.3f\n", "(for comparison) ingest peak live heap growth ÷ pyroscope's", float64(o.live.growth)/float64(y.live.growth))
 	}
 	var names []string
